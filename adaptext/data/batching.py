@@ -1,0 +1,316 @@
+"""From examples to tensors: encode once (tokens -> ids, labels -> ids), then collate
+batches with padding, lengths and masks; length buckets; trees as level-ordered node
+batches so a tree model composes every node of one height across the batch at once.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .errors import BadLines, DataError
+from .text import LabelMap, Tokenizer, Vocab
+
+
+# ------------------------------------------------------------------ batch types
+@dataclass
+class TreeBatch:
+    """All nodes of all trees of a batch, in one flat array.
+
+    ``words``/``tags``: per node (0 = pad for inner nodes / unknown tag). ``left``/``right``:
+    flat child indices, -1 at leaves. ``levels[h]``: indices of the nodes of height h
+    (leaves are height 0); composing ``levels[1]``, ``levels[2]``, ... in order computes
+    every node after its children. ``roots[b]``: the root of tree b. ``node_labels``:
+    class id per node, -1 where unlabelled. ``tree_of``: the tree each node belongs to.
+    """
+    words: torch.Tensor
+    tags: torch.Tensor
+    left: torch.Tensor
+    right: torch.Tensor
+    levels: list
+    roots: torch.Tensor
+    node_labels: torch.Tensor
+    tree_of: torch.Tensor
+
+    @property
+    def num_nodes(self) -> int:
+        return self.words.shape[0]
+
+
+@dataclass
+class Batch:
+    """A collated batch. Only the fields of the task are set; the rest stay None.
+
+    text [B, T] with lengths [B]; pair [B, T2] with pair_lengths; contexts [B, K, T3]
+    with context_lengths [B, K] (0 for a missing context); tree / pair_tree; labels [B]
+    (class ids) or [B, C] (multi-hot, multi-label); index [B]: positions in the dataset.
+    """
+    index: torch.Tensor
+    labels: torch.Tensor | None = None
+    text: torch.Tensor | None = None
+    lengths: torch.Tensor | None = None
+    pair: torch.Tensor | None = None
+    pair_lengths: torch.Tensor | None = None
+    contexts: torch.Tensor | None = None
+    context_lengths: torch.Tensor | None = None
+    tree: TreeBatch | None = None
+    pair_tree: TreeBatch | None = None
+
+    @property
+    def size(self) -> int:
+        return self.index.shape[0]
+
+    @property
+    def mask(self) -> torch.Tensor:
+        return length_mask(self.lengths, self.text.shape[1])
+
+    @property
+    def pair_mask(self) -> torch.Tensor:
+        return length_mask(self.pair_lengths, self.pair.shape[1])
+
+
+def length_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+    return torch.arange(max_len, device=lengths.device)[None, :] < lengths[..., None]
+
+
+# ------------------------------------------------------------------ encoding
+@dataclass
+class EncodedTree:
+    words: np.ndarray
+    tags: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    heights: np.ndarray
+    labels: np.ndarray
+
+
+@dataclass
+class Item:
+    index: int
+    label: object = None          # int, or list of ints (multi-label), or None
+    text: np.ndarray | None = None
+    pair: np.ndarray | None = None
+    contexts: list | None = None
+    tree: EncodedTree | None = None
+    pair_tree: EncodedTree | None = None
+    truncated: bool = False
+
+    def length(self) -> int:
+        if self.text is not None:
+            return len(self.text) + (len(self.pair) if self.pair is not None else 0)
+        return len(self.tree.words)
+
+
+@dataclass
+class Encoder:
+    """Turns examples into ``Item``s once; the run keeps its settings."""
+    tokenizer: Tokenizer
+    vocab: Vocab
+    labels: LabelMap | None = None
+    tag_vocab: Vocab | None = None
+    max_length: int = 0          # truncate longer texts (0: no limit)
+    truncated: int = field(default=0, init=False)
+
+    def tokens(self, text: str) -> list[str]:
+        return self.tokenizer(text)
+
+    def _ids(self, text: str) -> tuple[np.ndarray, bool]:
+        toks = self.tokenizer(text)
+        cut = bool(self.max_length) and len(toks) > self.max_length
+        if cut:
+            toks = toks[: self.max_length]
+        return np.asarray(self.vocab.encode(toks), dtype=np.int64), cut
+
+    def _tree(self, tree) -> EncodedTree:
+        lower = self.tokenizer.config.lower
+        words = [0 if w is None else self.vocab.stoi.get(w.lower() if lower else w, 1) for w in tree.words]
+        tv = self.tag_vocab
+        tags = [tv.stoi.get(t, 1) if (tv is not None and t is not None) else 0 for t in tree.tags]
+        lab = [-1 if (l is None or self.labels is None or l not in self.labels.index) else self.labels.index[l]
+               for l in tree.labels]
+        return EncodedTree(np.asarray(words, np.int64), np.asarray(tags, np.int64), np.asarray(tree.left, np.int64),
+                           np.asarray(tree.right, np.int64), np.asarray(tree.heights(), np.int64),
+                           np.asarray(lab, np.int64))
+
+    def _label(self, ex, bad: BadLines):
+        if ex.label is None or self.labels is None:
+            return None
+        lm = self.labels
+        names = ex.label if isinstance(ex.label, tuple) else (ex.label,)
+        unseen = [n for n in names if n not in lm.index]
+        if unseen:
+            path, line = split_where(ex.where)
+            bad(path, line, f"label {unseen[0]!r} does not occur in the training data "
+                            f"(known: {', '.join(lm.labels[:10])}{', ...' if len(lm) > 10 else ''})")
+            return False
+        if lm.multilabel:
+            return [lm.index[n] for n in names]
+        if isinstance(ex.label, tuple):
+            path, line = split_where(ex.where)
+            bad(path, line, "several labels on an example of a single-label task")
+            return False
+        return lm.index[ex.label]
+
+    def encode(self, examples, bad: BadLines | None = None, with_labels: bool = True) -> list[Item]:
+        bad = bad or BadLines()
+        items = []
+        for i, ex in enumerate(examples):
+            label = self._label(ex, bad) if with_labels else None
+            if label is False:
+                continue
+            item = Item(index=i, label=label)
+            kind = ex.kind
+            if kind in ("text", "pair", "contexts"):
+                item.text, item.truncated = self._ids(ex.text)
+                if kind == "pair":
+                    item.pair, cut = self._ids(ex.pair)
+                    item.truncated |= cut
+                elif kind == "contexts":
+                    enc = [self._ids(c) for c in ex.contexts]
+                    item.contexts = [e for e, _ in enc]
+                    item.truncated |= any(c for _, c in enc)
+            else:
+                item.tree = self._tree(ex.tree)
+                if kind == "tree_pair":
+                    item.pair_tree = self._tree(ex.pair)
+            self.truncated += item.truncated
+            items.append(item)
+        return items
+
+
+def split_where(where: str):
+    """"path:line[#...]" -> (path, line)."""
+    base = where.split("#", 1)[0]
+    path, _, line = base.rpartition(":")
+    if path and line.isdigit():
+        return path, int(line)
+    return (base or "<input>"), None
+
+
+# ------------------------------------------------------------------ collate
+def _pad(seqs, min_len: int = 1, fixed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+    if fixed:
+        lengths = np.minimum(lengths, fixed)
+    width = fixed or max(int(lengths.max(initial=0)), min_len)
+    out = np.zeros((len(seqs), width), dtype=np.int64)
+    for r, s in enumerate(seqs):
+        n = lengths[r]
+        out[r, :n] = s[:n]
+    return torch.from_numpy(out), torch.from_numpy(lengths)
+
+
+def _tree_batch(trees: list[EncodedTree]) -> TreeBatch:
+    sizes = [len(t.words) for t in trees]
+    offsets = np.cumsum([0] + sizes[:-1])
+    cat = lambda name: np.concatenate([getattr(t, name) for t in trees])
+    left, right = cat("left"), cat("right")
+    shift = np.repeat(offsets, sizes)
+    left = np.where(left >= 0, left + shift, -1)
+    right = np.where(right >= 0, right + shift, -1)
+    heights = cat("heights")
+    order = np.argsort(heights, kind="stable")
+    bounds = np.searchsorted(heights[order], np.arange(heights.max() + 2))
+    levels = [torch.from_numpy(order[bounds[h]:bounds[h + 1]].copy()) for h in range(heights.max() + 1)]
+    roots = offsets + np.asarray(sizes) - 1
+    return TreeBatch(torch.from_numpy(cat("words")), torch.from_numpy(cat("tags")), torch.from_numpy(left),
+                     torch.from_numpy(right), levels, torch.from_numpy(roots),
+                     torch.from_numpy(cat("labels")), torch.from_numpy(np.repeat(np.arange(len(trees)), sizes)))
+
+
+@dataclass
+class Collator:
+    """Pads to the longest text of the batch, at least ``min_length`` (so the widest filter
+    fits), or exactly ``fixed_length`` (models that need one length)."""
+    num_classes: int
+    multilabel: bool = False
+    min_length: int = 1
+    fixed_length: int = 0
+
+    def __call__(self, items: list[Item]) -> Batch:
+        b = Batch(index=torch.tensor([it.index for it in items], dtype=torch.int64))
+        if items[0].label is not None:
+            if self.multilabel:
+                y = torch.zeros(len(items), self.num_classes)
+                for r, it in enumerate(items):
+                    y[r, it.label] = 1.0
+                b.labels = y
+            else:
+                b.labels = torch.tensor([it.label for it in items], dtype=torch.int64)
+        first = items[0]
+        if first.text is not None:
+            b.text, b.lengths = _pad([it.text for it in items], self.min_length, self.fixed_length)
+        if first.pair is not None:
+            b.pair, b.pair_lengths = _pad([it.pair for it in items], self.min_length, self.fixed_length)
+        if first.contexts is not None:
+            k = max(len(it.contexts) for it in items)
+            flat = [c for it in items for c in it.contexts + [np.zeros(0, np.int64)] * (k - len(it.contexts))]
+            ctx, lens = _pad(flat, self.min_length, self.fixed_length)
+            b.contexts = ctx.view(len(items), k, -1)
+            b.context_lengths = lens.view(len(items), k)
+        if first.tree is not None:
+            b.tree = _tree_batch([it.tree for it in items])
+        if first.pair_tree is not None:
+            b.pair_tree = _tree_batch([it.pair_tree for it in items])
+        return b
+
+
+# ------------------------------------------------------------------ loader
+class BatchLoader:
+    """An iterable of collated batches, one pass per epoch.
+
+    The order of an epoch is a pure function of (seed, epoch): shuffled, then sorted by
+    length inside pools of ``bucket`` batches to cut padding, then the batches shuffled.
+    Under data parallelism each rank takes every ``world``-th batch. ``resume(epoch,
+    done)`` makes the next pass be epoch ``epoch`` starting after ``done`` batches, which
+    is how a run killed mid-epoch continues exactly where it stopped.
+    """
+
+    def __init__(self, items, batch_size: int, collate: Collator, shuffle: bool = False, bucket: int = 50,
+                 seed: int = 0, rank: int = 0, world: int = 1):
+        self.items, self.batch_size, self.collate = items, batch_size, collate
+        self.shuffle, self.bucket, self.seed = shuffle, bucket, seed
+        self.rank, self.world = rank, world
+        self.epoch, self._skip = 0, 0
+
+    def set_distributed(self, rank: int, world: int) -> None:
+        self.rank, self.world = rank, world
+
+    def _batches(self, epoch: int) -> list[list[int]]:
+        n, bs = len(self.items), self.batch_size
+        idx = list(range(n))
+        if self.shuffle:
+            rng = random.Random(self.seed * 1_000_003 + epoch)
+            rng.shuffle(idx)
+            if self.bucket > 1:
+                pool = bs * self.bucket
+                idx = [i for s in range(0, n, pool)
+                       for i in sorted(idx[s:s + pool], key=lambda j: self.items[j].length())]
+            batches = [idx[s:s + bs] for s in range(0, n, bs)]
+            rng.shuffle(batches)
+        else:
+            # evaluation: sorted by length for little padding; order restored by Batch.index
+            idx.sort(key=lambda j: self.items[j].length())
+            batches = [idx[s:s + bs] for s in range(0, n, bs)]
+        if self.world > 1:
+            per = math.ceil(len(batches) / self.world)
+            batches = batches + batches[: per * self.world - len(batches)]  # equal count on every rank
+            batches = batches[self.rank::self.world]
+        return batches
+
+    def __len__(self) -> int:
+        return math.ceil(math.ceil(len(self.items) / self.batch_size) / self.world)
+
+    def resume(self, epoch: int, done: int) -> None:
+        self.epoch, self._skip = epoch, done
+
+    def __iter__(self):
+        epoch, skip = self.epoch, self._skip
+        self._skip = 0
+        for ids in self._batches(epoch)[skip:]:
+            yield self.collate([self.items[i] for i in ids])
+        if self.shuffle:
+            self.epoch = epoch + 1

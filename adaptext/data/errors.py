@@ -1,0 +1,31 @@
+"""Errors a user can cause with bad input: always one line naming file, line and problem."""
+from __future__ import annotations
+
+
+class DataError(ValueError):
+    """Bad input data. ``str(err)`` is ``file:line: problem``; the CLI prints it and exits 2."""
+
+    def __init__(self, path, line: int | None, problem: str):
+        self.path, self.line, self.problem = str(path), line, problem
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {problem}")
+
+
+class BadLines:
+    """Policy for malformed lines: ``error`` raises at the first, ``skip`` counts and goes on."""
+
+    def __init__(self, policy: str = "error"):
+        if policy not in ("error", "skip"):
+            raise ValueError(f"on_bad_line must be 'error' or 'skip', not {policy!r}")
+        self.policy = policy
+        self.skipped: list[str] = []
+
+    def __call__(self, path, line: int | None, problem: str) -> None:
+        err = DataError(path, line, problem)
+        if self.policy == "error":
+            raise err
+        self.skipped.append(str(err))
+
+    @property
+    def count(self) -> int:
+        return len(self.skipped)

@@ -1,0 +1,84 @@
+"""Typed examples: one class per task shape the project's models consume.
+
+Every reader yields these; every collate function consumes them. A label is a
+string (single-label), a tuple of strings (multi-label) or None (unlabelled input
+at predict time). ``where`` is "file:line" so later errors can name the source.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from .trees import Tree
+
+Label = Union[str, tuple, None]
+
+KINDS = ("text", "pair", "contexts", "tree", "tree_pair")
+
+
+@dataclass(frozen=True, slots=True)
+class TextExample:
+    text: str
+    label: Label = None
+    where: str = field(default="", compare=False)
+    kind = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class PairExample:
+    """Two texts: ``text`` is modelled with ``pair`` as its context (hypothesis, premise)."""
+    text: str
+    pair: str
+    label: Label = None
+    where: str = field(default="", compare=False)
+    kind = "pair"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextsExample:
+    """A text with a list of contexts (a claim with several pieces of evidence)."""
+    text: str
+    contexts: tuple
+    label: Label = None
+    where: str = field(default="", compare=False)
+    kind = "contexts"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeExample:
+    tree: Tree
+    label: Label = None
+    where: str = field(default="", compare=False)
+    kind = "tree"
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.tree.leaves())
+
+
+@dataclass(frozen=True, slots=True)
+class TreePairExample:
+    tree: Tree
+    pair: Tree
+    label: Label = None
+    where: str = field(default="", compare=False)
+    kind = "tree_pair"
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.tree.leaves())
+
+
+Example = Union[TextExample, PairExample, ContextsExample, TreeExample, TreePairExample]
+
+
+def kind_of(examples) -> str:
+    """The one kind shared by a list of examples (mixing kinds is an error)."""
+    kinds = {ex.kind for ex in examples}
+    if len(kinds) != 1:
+        raise ValueError(f"examples mix several kinds: {sorted(kinds)}")
+    return kinds.pop()
+
+
+def is_multilabel(examples) -> bool:
+    return any(isinstance(ex.label, tuple) for ex in examples)

@@ -1,0 +1,569 @@
+"""One reader per real dataset format. Each yields typed examples and reports bad
+lines as ``file:line: problem`` (raised, or skipped and counted under ``--on-bad-line skip``).
+
+Files are read as bytes and split on ``\\n`` only, so a U+0085 inside a Latin-1 /
+cp1252 line (MR, SUBJ) never splits it; ``.gz`` files are read transparently.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import re
+from pathlib import Path
+from typing import Iterator
+
+from .errors import BadLines, DataError
+from .examples import ContextsExample, PairExample, TextExample, TreeExample, TreePairExample
+from .trees import tree_from_brackets, tree_from_parents
+
+ENCODINGS = ("auto", "utf-8", "cp1252", "latin-1")
+
+
+def open_bytes(path) -> bytes:
+    path = Path(path)
+    if not path.exists():
+        raise DataError(path, None, "no such file")
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data
+
+
+def decode_line(raw: bytes, path, lineno: int, encoding: str) -> str:
+    """``auto``: UTF-8, else cp1252, else Latin-1 (which never fails)."""
+    if encoding == "auto":
+        for enc in ("utf-8", "cp1252", "latin-1"):
+            try:
+                return raw.decode(enc)
+            except UnicodeDecodeError:
+                continue
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as e:
+        raise DataError(path, lineno, f"byte 0x{raw[e.start]:02x} at column {e.start + 1} is not valid "
+                        f"{encoding} (try --encoding cp1252 or latin-1)") from None
+
+
+def iter_lines(path, encoding: str = "auto") -> Iterator[tuple[int, str]]:
+    """(line number, text without its line ending) for every line of a file."""
+    data = open_bytes(path)
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    for i, raw in enumerate(lines, 1):
+        yield i, decode_line(raw.rstrip(b"\r"), path, i, encoding)
+
+
+def read_text(path, encoding: str = "utf-8") -> str:
+    data = open_bytes(path)
+    if encoding == "auto":
+        return "\n".join(t for _, t in iter_lines(path, "auto"))
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise DataError(path, line, f"byte 0x{data[e.start]:02x} is not valid {encoding} "
+                        f"(try --encoding cp1252 or latin-1)") from None
+
+
+def _where(path, lineno):
+    return f"{path}:{lineno}"
+
+
+def _check_text(text: str, path, lineno, bad: BadLines) -> bool:
+    if not text.strip():
+        bad(path, lineno, "empty text")
+        return False
+    return True
+
+
+# ------------------------------------------------------------ Kim sentence files
+def read_kim(path, bad: BadLines | None = None, encoding: str = "auto", label_names: dict | None = None):
+    """``label text`` per line (MR, SUBJ, TREC ``.all``, SST ``stsa.*``)."""
+    bad = bad or BadLines()
+    out = []
+    for i, line in iter_lines(path, encoding):
+        if not line.strip():
+            continue
+        label, _, text = line.strip().partition(" ")
+        if not text.strip():
+            bad(path, i, "expected 'label text', found no text after the label")
+            continue
+        if label_names is not None:
+            if label not in label_names:
+                bad(path, i, f"unknown label {label!r} (expected one of {sorted(label_names)})")
+                continue
+            label = label_names[label]
+        out.append(TextExample(text.strip(), label, _where(path, i)))
+    return out
+
+
+def read_trec_raw(path, bad: BadLines | None = None, fine: bool = False, encoding: str = "auto"):
+    """Raw TREC ``COARSE:fine question`` lines; 6 coarse classes or the 50 fine ones."""
+    bad = bad or BadLines()
+    out = []
+    for i, line in iter_lines(path, encoding):
+        if not line.strip():
+            continue
+        label, _, text = line.strip().partition(" ")
+        if ":" not in label:
+            bad(path, i, f"expected 'COARSE:fine question', found label {label!r}")
+            continue
+        if not _check_text(text, path, i, bad):
+            continue
+        out.append(TextExample(text.strip(), label if fine else label.split(":")[0], _where(path, i)))
+    return out
+
+
+# ------------------------------------------------------------ fastText
+def read_fasttext(path, bad: BadLines | None = None, encoding: str = "utf-8", prefix: str = "__label__"):
+    """``__label__a [__label__b ...] text``; several labels make a multi-label example."""
+    bad = bad or BadLines()
+    out = []
+    for i, line in iter_lines(path, encoding):
+        if not line.strip():
+            continue
+        toks = line.split()
+        labels = []
+        while toks and toks[0].startswith(prefix):
+            labels.append(toks.pop(0)[len(prefix):])
+        if not labels:
+            bad(path, i, f"no {prefix} label at the start of the line")
+            continue
+        text = " ".join(toks)
+        if not _check_text(text, path, i, bad):
+            continue
+        label = labels[0] if len(labels) == 1 else tuple(dict.fromkeys(labels))
+        out.append(TextExample(text, label, _where(path, i)))
+    return out
+
+
+# ------------------------------------------------------------ Zhang CSV (AG News, ...)
+def unescape_zhang(s: str) -> str:
+    # the releases write a line break as "\n" (and, in AG News, often as a lone "\")
+    return s.replace("\\n", "\n").replace("\\", " ")
+
+
+def read_zhang_csv(path, bad: BadLines | None = None, encoding: str = "utf-8", class_names: list | None = None):
+    """``"class","title","description"`` (1-based class index), ``""`` quotes, ``\\n`` escapes."""
+    bad = bad or BadLines()
+    path = Path(path)
+    if class_names is None and (path.parent / "classes.txt").exists():
+        class_names = [l for _, l in iter_lines(path.parent / "classes.txt", "utf-8") if l.strip()]
+    text = read_text(path, encoding)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    out = []
+    lineno = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            bad(path, reader.line_num, f"malformed CSV row ({e})")
+            continue
+        start, lineno = lineno, reader.line_num + 1
+        if not row:
+            continue
+        if len(row) < 2:
+            bad(path, start, f"expected class,title[,description...], found {len(row)} field(s)")
+            continue
+        cls = row[0].strip()
+        if not cls.isdigit() or int(cls) < 1 or (class_names and int(cls) > len(class_names)):
+            bad(path, start, f"class index {cls!r} is not a number in 1..{len(class_names) if class_names else 'N'}")
+            continue
+        body = " ".join(unescape_zhang(f).strip() for f in row[1:])
+        if not _check_text(body, path, start, bad):
+            continue
+        label = class_names[int(cls) - 1] if class_names else cls
+        out.append(TextExample(body, label, _where(path, start)))
+    return out
+
+
+# ------------------------------------------------------------ generic CSV / TSV
+def _split_label(value: str, sep: str | None):
+    if sep:
+        parts = tuple(dict.fromkeys(p.strip() for p in value.split(sep) if p.strip()))
+        return parts
+    return value.strip()
+
+
+def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delimiter: str | None = None,
+               text_col="text", pair_col=None, label_col="label", label_sep: str | None = None,
+               header: bool = True):
+    """Generic CSV/TSV with a header row. Columns by name (or 0-based index without header).
+    ``label_sep`` splits a label column into a label set (multi-label)."""
+    bad = bad or BadLines()
+    path = Path(path)
+    if delimiter is None:
+        name = path.name.removesuffix(".gz")
+        delimiter = "\t" if name.endswith((".tsv", ".txt")) else ","
+    text = read_text(path, encoding)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    out = []
+    try:
+        first = next(reader)
+    except StopIteration:
+        raise DataError(path, 1, "the file is empty") from None
+    except csv.Error as e:
+        raise DataError(path, 1, f"malformed CSV header ({e})") from None
+    if header:
+        cols = {c.strip(): k for k, c in enumerate(first)}
+
+        def idx(name, role):
+            if name is None:
+                return None
+            if name not in cols:
+                raise DataError(path, 1, f"no {role} column {name!r} in the header (columns: {', '.join(cols)})")
+            return cols[name]
+        ti, pi, li = idx(text_col, "text"), idx(pair_col, "pair"), idx(label_col, "label") if label_col else None
+        rows = reader
+        lineno = reader.line_num + 1
+    else:
+        ti, pi, li = int(text_col), (int(pair_col) if pair_col is not None else None), (int(label_col) if label_col is not None else None)
+        rows = _chain([first], reader)
+        lineno = 1
+    need = max(x for x in (ti, pi, li) if x is not None) + 1
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            bad(path, reader.line_num, f"malformed CSV row ({e})")
+            continue
+        start, lineno = lineno, reader.line_num + 1
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) < need:
+            bad(path, start, f"expected at least {need} fields, found {len(row)}")
+            continue
+        txt = row[ti]
+        if not _check_text(txt, path, start, bad):
+            continue
+        label = _split_label(row[li], label_sep) if li is not None else None
+        if label is not None and (label == "" or label == ()):
+            bad(path, start, "empty label")
+            continue
+        if pi is not None:
+            if not _check_text(row[pi], path, start, bad):
+                continue
+            out.append(PairExample(txt, row[pi], label, _where(path, start)))
+        else:
+            out.append(TextExample(txt, label, _where(path, start)))
+    return out
+
+
+def _chain(first, rest):
+    yield from first
+    yield from rest
+
+
+# ------------------------------------------------------------ JSONL
+def _json_label(value, path, i, bad, name_of=None):
+    if isinstance(value, list):
+        if not value:
+            bad(path, i, "empty label list")
+            return None
+        return tuple(dict.fromkeys(str(v) for v in value))
+    if value is None or value == "":
+        bad(path, i, "missing label")
+        return None
+    value = str(value)
+    return name_of(value) if name_of else value
+
+
+def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_col="text", pair_col=None,
+               contexts_col=None, label_col="label", skip_labels=("-",), label_sep=None, unlabelled=False):
+    """One JSON object per line. Pairs with ``pair_col``; a text with a list of contexts with
+    ``contexts_col``; a JSON list (or ``label_sep``-joined string) as label gives multi-label.
+    Examples whose label is in ``skip_labels`` (SNLI's ``-``) are skipped and counted."""
+    bad = bad or BadLines()
+    out, skipped = [], 0
+    for i, line in iter_lines(path, encoding):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            bad(path, i, f"invalid JSON ({e.msg} at column {e.colno})")
+            continue
+        if not isinstance(obj, dict):
+            bad(path, i, "expected a JSON object")
+            continue
+        if text_col not in obj:
+            bad(path, i, f"no {text_col!r} field")
+            continue
+        txt = obj[text_col]
+        if not isinstance(txt, str) or not _check_text(txt, path, i, bad):
+            continue
+        label = None
+        if not unlabelled:
+            if label_col not in obj:
+                bad(path, i, f"no {label_col!r} field")
+                continue
+            raw = obj[label_col]
+            if isinstance(raw, str) and raw in skip_labels:
+                skipped += 1
+                continue
+            if isinstance(raw, str) and label_sep:
+                raw = [p for p in raw.split(label_sep) if p.strip()]
+            label = _json_label(raw, path, i, bad)
+            if label is None:
+                continue
+        where = _where(path, i)
+        if contexts_col:
+            ctx = obj.get(contexts_col)
+            if isinstance(ctx, str):
+                ctx = [ctx]
+            if not isinstance(ctx, list) or not ctx or not all(isinstance(c, str) and c.strip() for c in ctx):
+                bad(path, i, f"{contexts_col!r} must be a non-empty list of non-empty texts")
+                continue
+            out.append(ContextsExample(txt, tuple(ctx), label, where))
+        elif pair_col:
+            p = obj.get(pair_col)
+            if not isinstance(p, str) or not _check_text(p, path, i, bad):
+                if not isinstance(p, str):
+                    bad(path, i, f"no {pair_col!r} text")
+                continue
+            out.append(PairExample(txt, p, label, where))
+        else:
+            out.append(TextExample(txt, label, where))
+    read_jsonl.last_skipped = skipped
+    return out
+
+
+def read_nli_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8"):
+    """SNLI / MultiNLI / SciTail JSONL: the hypothesis (sentence2) is the text, modelled with
+    the premise (sentence1) as context; gold label ``-`` (no consensus) is skipped and counted."""
+    return read_jsonl(path, bad, encoding, text_col="sentence2", pair_col="sentence1", label_col="gold_label")
+
+
+# ------------------------------------------------------------ SICK
+def read_sick(path, bad: BadLines | None = None, encoding: str = "utf-8"):
+    """SICK tab-separated files with a header (SemEval split files or the full SICK.txt).
+    The hypothesis (sentence_B) is the text; the premise (sentence_A) its context."""
+    bad = bad or BadLines()
+    lines = iter_lines(path, encoding)
+    try:
+        _, head = next(lines)
+    except StopIteration:
+        raise DataError(path, 1, "the file is empty") from None
+    cols = {c.strip(): k for k, c in enumerate(head.split("\t"))}
+    label_col = "entailment_judgment" if "entailment_judgment" in cols else "entailment_label"
+    for need in ("sentence_A", "sentence_B", label_col):
+        if need not in cols:
+            raise DataError(path, 1, f"no {need!r} column in the header (columns: {', '.join(cols)})")
+    a, b, lab = cols["sentence_A"], cols["sentence_B"], cols[label_col]
+    pid = cols.get("pair_ID")
+    out = []
+    for i, line in lines:
+        if not line.strip():
+            continue
+        f = line.split("\t")
+        if len(f) < len(cols):
+            bad(path, i, f"expected {len(cols)} tab-separated fields, found {len(f)}")
+            continue
+        if not f[a].strip() or not f[b].strip():
+            bad(path, i, "empty sentence")
+            continue
+        where = _where(path, i) + (f"#pair_ID={f[pid]}" if pid is not None else "")
+        out.append(PairExample(f[b].strip(), f[a].strip(), f[lab].strip(), where))
+    return out
+
+
+def read_sick_ids(path, encoding: str = "utf-8") -> dict:
+    """pair_ID -> (label, premise, hypothesis) from a SICK file, for joining parsed trees."""
+    out = {}
+    for ex in read_sick(path, encoding=encoding):
+        out[ex.where.split("#pair_ID=")[-1]] = ex
+    return out
+
+
+def read_sick_trees(folder, sick_file, bad: BadLines | None = None):
+    """``parsed/{split}/{a,b}.toks`` + ``{a,b}.cparents`` joined on ``id.txt`` with a SICK file's
+    labels: tree pairs (hypothesis tree first, premise tree as its pair)."""
+    bad = bad or BadLines()
+    folder = Path(folder)
+    labels = read_sick_ids(sick_file)
+    ids = [l.strip() for _, l in iter_lines(folder / "id.txt", "utf-8")]
+    cols = {}
+    for name in ("a.toks", "a.cparents", "b.toks", "b.cparents"):
+        cols[name] = [l for _, l in iter_lines(folder / name, "utf-8")]
+        if len(cols[name]) != len(ids):
+            raise DataError(folder / name, None, f"{len(cols[name])} lines, but id.txt has {len(ids)}")
+    out = []
+    for k, pid in enumerate(ids):
+        trees = []
+        for side in "ab":
+            try:
+                parents = [int(x) for x in cols[f"{side}.cparents"][k].split()]
+                trees.append(tree_from_parents(cols[f"{side}.toks"][k].split(" "), parents))
+            except ValueError as e:
+                bad(folder / f"{side}.cparents", k + 1, str(e))
+                break
+        if len(trees) < 2:
+            continue
+        if pid not in labels:
+            bad(folder / "id.txt", k + 1, f"pair_ID {pid} not found in {sick_file}")
+            continue
+        out.append(TreePairExample(trees[1], trees[0], labels[pid].label, _where(folder / "id.txt", k + 1)))
+    return out
+
+
+# ------------------------------------------------------------ PTB trees (SST)
+SST_FINE = {"0": "very negative", "1": "negative", "2": "neutral", "3": "positive", "4": "very positive"}
+SST_BINARY = {"0": "negative", "1": "negative", "3": "positive", "4": "positive"}
+
+
+def read_sst_trees(path, bad: BadLines | None = None, binary: bool = False, encoding: str = "utf-8"):
+    """SST PTB trees: one ``TreeExample`` per sentence, every node labelled (the binary view
+    maps 0/1 to negative, 3/4 to positive, and leaves neutral nodes unlabelled; sentences
+    whose root is neutral are dropped)."""
+    bad = bad or BadLines()
+    names = SST_BINARY if binary else SST_FINE
+    out = []
+    for i, line in iter_lines(path, encoding):
+        if not line.strip():
+            continue
+        try:
+            t = tree_from_brackets(line, labels_are="labels")
+        except ValueError as e:
+            bad(path, i, f"bad tree: {e}")
+            continue
+        unknown = [l for l in t.labels if l not in SST_FINE]
+        if unknown:
+            bad(path, i, f"node label {unknown[0]!r} is not an SST label 0-4")
+            continue
+        t = t.with_labels(names.get(l) for l in t.labels)
+        if t.labels[t.root] is None:
+            continue
+        out.append(TreeExample(t, t.labels[t.root], _where(path, i)))
+    return out
+
+
+def subtree_words(t, i) -> list[str]:
+    if t.left[i] < 0:
+        return [t.words[i]]
+    return subtree_words(t, t.left[i]) + subtree_words(t, t.right[i])
+
+
+def sst_phrases(trees, dedupe: bool = True):
+    """Every labelled node of SST trees as a text example (Kim 2014's phrase-level training).
+    Repeated phrases (same lower-cased words) are kept once."""
+    out, seen = [], set()
+    for ex in trees:
+        t = ex.tree
+        spans = _spans(t)
+        for i, lab in enumerate(t.labels):
+            if lab is None:
+                continue
+            words = spans[i]
+            key = " ".join(words).lower()
+            if dedupe:
+                if key in seen:
+                    continue
+                seen.add(key)
+            out.append(TextExample(" ".join(words), lab, ex.where))
+    return out
+
+
+def _spans(t) -> list[list[str]]:
+    spans: list = [None] * len(t)
+    for i in range(len(t)):       # post-order: children first
+        spans[i] = [t.words[i]] if t.left[i] < 0 else spans[t.left[i]] + spans[t.right[i]]
+    return spans
+
+
+def trees_as_text(trees):
+    return [TextExample(" ".join(ex.tree.leaves()), ex.label, ex.where) for ex in trees]
+
+
+def read_ptb_file(path, bad: BadLines | None = None, encoding: str = "utf-8"):
+    """A treebank ``.mrg`` file (trees may span lines): trees with POS tags at the leaves and
+    phrase tags inside, -NONE- elements and function tags removed, binarised."""
+    bad = bad or BadLines()
+    text = read_text(path, encoding)
+    out, depth, start, buf, line = [], 0, 1, [], 1
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        if ch == "(":
+            if depth == 0:
+                start, buf = line, []
+            depth += 1
+        if depth > 0:
+            buf.append(ch)
+        if ch == ")":
+            depth -= 1
+            if depth == 0:
+                try:
+                    out.append(TreeExample(tree_from_brackets("".join(buf), labels_are="tags", clean=True),
+                                           None, _where(path, start)))
+                except ValueError as e:
+                    bad(path, start, f"bad tree: {e}")
+            elif depth < 0:
+                bad(path, line, "unbalanced brackets: ')' without '('")
+                depth = 0
+    if depth > 0:
+        bad(path, start, "unbalanced brackets: missing ')'")
+    return out
+
+
+# ------------------------------------------------------------ format dispatch
+FORMATS = ("auto", "kim", "trec", "fasttext", "zhang", "csv", "tsv", "jsonl", "nli", "sick", "sst-trees")
+
+
+def detect_format(path) -> str:
+    name = Path(path).name.lower().removesuffix(".gz")
+    if name.endswith((".jsonl", ".json")):
+        return "jsonl"
+    if name.endswith(".tsv"):
+        return "tsv"
+    if name.endswith(".csv"):
+        return "csv"
+    if name.startswith("sick"):
+        return "sick"
+    for _, line in iter_lines(path, "auto"):
+        if not line.strip():
+            continue
+        if line.startswith("__label__"):
+            return "fasttext"
+        if line.startswith("("):
+            return "sst-trees"
+        head = line.split(" ", 1)[0]
+        if re.fullmatch(r"[A-Z]+:\S+", head):
+            return "trec"
+        return "kim"
+    raise DataError(path, None, "the file is empty")
+
+
+def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: str | None = None,
+              text_col="text", pair_col=None, contexts_col=None, label_col="label", label_sep=None, **kw):
+    """Read any supported file into examples; ``fmt="auto"`` guesses from name and content."""
+    bad = bad or BadLines()
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    enc = encoding or ("auto" if fmt in ("kim", "trec") else "utf-8")
+    if fmt == "kim":
+        return read_kim(path, bad, enc)
+    if fmt == "trec":
+        return read_trec_raw(path, bad, fine=kw.get("fine", False), encoding=enc)
+    if fmt == "fasttext":
+        return read_fasttext(path, bad, enc)
+    if fmt == "zhang":
+        return read_zhang_csv(path, bad, enc)
+    if fmt in ("csv", "tsv"):
+        return read_table(path, bad, enc, delimiter="\t" if fmt == "tsv" else ",", text_col=text_col,
+                          pair_col=pair_col, label_col=label_col, label_sep=label_sep)
+    if fmt == "jsonl":
+        return read_jsonl(path, bad, enc, text_col=text_col, pair_col=pair_col, contexts_col=contexts_col,
+                          label_col=label_col, label_sep=label_sep)
+    if fmt == "nli":
+        return read_nli_jsonl(path, bad, enc)
+    if fmt == "sick":
+        return read_sick(path, bad, enc)
+    if fmt == "sst-trees":
+        return read_sst_trees(path, bad, binary=kw.get("binary", False), encoding=enc)
+    raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")

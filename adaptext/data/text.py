@@ -1,0 +1,130 @@
+"""Tokenisers (word, character), the vocabulary and the label map: all kept in the run."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+
+PAD, UNK = "<pad>", "<unk>"
+
+# PTB-like: clitics split off ("does n't", "it 's"), hyphen/dot compounds kept, punctuation alone
+_WORD = re.compile(r"n't|'\w+|\w+(?=n't)|\w+(?:[-.]\w+)*|[^\w\s]")
+_HTML_BREAK = re.compile(r"<br\s*/?>", re.I)
+
+
+def kim_clean(s: str) -> str:
+    """Kim (2014)'s ``clean_str``: keep letters, digits and a little punctuation, split clitics."""
+    s = re.sub(r"[^A-Za-z0-9(),!?\'\`]", " ", s)
+    s = re.sub(r"\'s", " \'s", s)
+    s = re.sub(r"\'ve", " \'ve", s)
+    s = re.sub(r"n\'t", " n\'t", s)
+    s = re.sub(r"\'re", " \'re", s)
+    s = re.sub(r"\'d", " \'d", s)
+    s = re.sub(r"\'ll", " \'ll", s)
+    s = re.sub(r",", " , ", s)
+    s = re.sub(r"!", " ! ", s)
+    s = re.sub(r"\(", " ( ", s)
+    s = re.sub(r"\)", " ) ", s)
+    s = re.sub(r"\?", " ? ", s)
+    return re.sub(r"\s{2,}", " ", s).strip()
+
+
+@dataclass
+class TokenizerConfig:
+    level: str = "word"          # word | char
+    lower: bool = True
+    clean: str = "none"          # none | kim (Kim 2014's clean_str, word level)
+
+    def __post_init__(self):
+        if self.level not in ("word", "char"):
+            raise ValueError(f"tokenizer level must be 'word' or 'char', not {self.level!r}")
+        if self.clean not in ("none", "kim"):
+            raise ValueError(f"clean must be 'none' or 'kim', not {self.clean!r}")
+
+
+class Tokenizer:
+    def __init__(self, config: TokenizerConfig | None = None, **kw):
+        self.config = config or TokenizerConfig(**kw)
+
+    def __call__(self, text: str) -> list[str]:
+        c = self.config
+        text = _HTML_BREAK.sub(" ", text)
+        if c.lower:
+            text = text.lower()
+        if c.level == "char":
+            return list(re.sub(r"\s+", " ", text).strip())
+        if c.clean == "kim":
+            return kim_clean(text).split()
+        return _WORD.findall(text)
+
+    def to_dict(self) -> dict:
+        return asdict(self.config)
+
+
+class Vocab:
+    """Token <-> id. Id 0 is ``<pad>``, id 1 is ``<unk>``."""
+
+    def __init__(self, tokens: list[str]):
+        if tokens[:2] != [PAD, UNK]:
+            tokens = [PAD, UNK] + [t for t in tokens if t not in (PAD, UNK)]
+        self.itos = list(tokens)
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+
+    @classmethod
+    def build(cls, token_lists, min_freq: int = 1, max_size: int | None = None, extra=()) -> "Vocab":
+        counts = Counter()
+        for toks in token_lists:
+            counts.update(toks)
+        kept = [t for t, c in sorted(counts.items(), key=lambda x: (-x[1], x[0])) if c >= min_freq]
+        if max_size:
+            kept = kept[:max_size]
+        kept_set = set(kept)
+        kept += [t for t in extra if t not in kept_set]
+        return cls(kept)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, tok) -> bool:
+        return tok in self.stoi
+
+    def encode(self, tokens: list[str]) -> list[int]:
+        get = self.stoi.get
+        return [get(t, 1) for t in tokens]
+
+    pad_id, unk_id = 0, 1
+
+
+class LabelMap:
+    """Label strings <-> class ids; ``multilabel`` runs predict label sets."""
+
+    def __init__(self, labels: list[str], multilabel: bool = False, threshold: float = 0.5):
+        self.labels = list(labels)
+        self.index = {l: i for i, l in enumerate(self.labels)}
+        self.multilabel = multilabel
+        self.threshold = threshold
+
+    @classmethod
+    def from_examples(cls, examples) -> "LabelMap":
+        seen, multi = set(), False
+        for ex in examples:
+            if isinstance(ex.label, tuple):
+                multi = True
+                seen.update(ex.label)
+            elif ex.label is not None:
+                seen.add(ex.label)
+        return cls(sorted(seen, key=_natural), multi)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def to_dict(self) -> dict:
+        return {"labels": self.labels, "multilabel": self.multilabel, "threshold": self.threshold}
+
+    @classmethod
+    def from_dict(cls, d) -> "LabelMap":
+        return cls(d["labels"], d.get("multilabel", False), d.get("threshold", 0.5))
+
+
+def _natural(s: str):
+    return (0, int(s), "") if s.isdigit() else (1, 0, s)

@@ -1,0 +1,116 @@
+"""One registry for every model: ``@register_model("name", config=Cfg)`` on the class,
+``create_model(name, num_classes=..., vocab_size=..., **config)`` to build it.
+
+A model class takes ``(config, spec)``: its config dataclass (the paper's defaults) and
+a ``DataSpec`` describing the data (vocabulary, classes, tags, pretrained vectors).
+Its ``forward(batch)`` returns logits [B, C] (or a dict with ``logits`` and, for tree
+models trained on every labelled node, ``node_logits`` [N, C]).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import torch
+
+from .data.examples import KINDS
+
+
+@dataclass
+class DataSpec:
+    num_classes: int
+    vocab_size: int
+    kind: str = "text"
+    multilabel: bool = False
+    tag_vocab_size: int = 0
+    pad_id: int = 0
+    embeddings: torch.Tensor | None = None     # [vocab_size, dim] pretrained vectors
+    embedding_mode: str = "rand"                # rand | static | non-static | multichannel
+
+
+@dataclass
+class ModelEntry:
+    name: str
+    cls: type
+    config: type
+    inputs: tuple            # example kinds the model reads
+    tokenizer: str           # default tokenizer level: word | char
+    description: str
+    paper: str
+    train_defaults: dict = field(default_factory=dict)
+    test_config: dict = field(default_factory=dict)   # a tiny size for the registry-wide test
+    needs_tags: bool = False   # trees need POS / phrase tags (adaptext.data.tags adds them)
+
+    @property
+    def defaults(self) -> dict:
+        return dataclasses.asdict(self.config())
+
+
+_REGISTRY: dict[str, ModelEntry] = {}
+
+
+def register_model(name: str, *, config: type, inputs=("text",), tokenizer: str = "word", description: str = "",
+                   paper: str = "", train_defaults: dict | None = None, test_config: dict | None = None,
+                   needs_tags: bool = False):
+    for k in inputs:
+        if k not in KINDS:
+            raise ValueError(f"unknown input kind {k!r}")
+
+    def deco(cls):
+        if name in _REGISTRY:
+            raise ValueError(f"model {name!r} registered twice")
+        _REGISTRY[name] = ModelEntry(name, cls, config, tuple(inputs), tokenizer,
+                                     description or (cls.__doc__ or "").strip().split("\n")[0], paper,
+                                     dict(train_defaults or {}), dict(test_config or {}), needs_tags)
+        cls.registry_name = name
+        return cls
+    return deco
+
+
+def _load_all():
+    from . import models  # noqa: F401  (importing registers every model)
+
+
+def list_models() -> list[str]:
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def get_entry(name: str) -> ModelEntry:
+    _load_all()
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown model {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def make_config(name: str, **overrides):
+    entry = get_entry(name)
+    names = {f.name for f in dataclasses.fields(entry.config)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ValueError(f"{name} has no option {', '.join(unknown)}; its options: {', '.join(sorted(names))}")
+    return entry.config(**overrides)
+
+
+def create_model(name: str, *, num_classes: int, vocab_size: int, kind: str | None = None, multilabel: bool = False,
+                 tag_vocab_size: int = 0, embeddings: torch.Tensor | None = None, embedding_mode: str = "rand",
+                 **config) -> torch.nn.Module:
+    """Build a registered model with its paper defaults, overridden by ``config``."""
+    entry = get_entry(name)
+    cfg = make_config(name, **config)
+    spec = DataSpec(num_classes, vocab_size, kind or entry.inputs[0], multilabel, tag_vocab_size, 0,
+                    embeddings, embedding_mode)
+    if spec.kind not in entry.inputs:
+        raise ValueError(f"{name} reads {', '.join(entry.inputs)} examples, not {spec.kind}")
+    model = entry.cls(cfg, spec)
+    model.config, model.spec = cfg, spec
+    return model
+
+
+def count_parameters(model: torch.nn.Module, exclude_embeddings: bool = True) -> int:
+    skip = set()
+    if exclude_embeddings:
+        for m in model.modules():
+            if isinstance(m, torch.nn.Embedding) and getattr(m, "is_word_embedding", False):
+                skip.add(id(m.weight))
+    return sum(p.numel() for p in model.parameters() if id(p) not in skip)

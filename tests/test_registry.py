@@ -1,0 +1,46 @@
+"""Every registered model builds by name, runs forward and backward on a tiny real batch,
+and fills the gradient of its trainable parameters (timm's habit)."""
+import pytest
+import torch
+
+from adaptext.registry import count_parameters, create_model, get_entry, list_models
+
+from conftest import collate_for, encode_for, needs_data, real_examples, with_simple_tags
+
+CASES = [(name, kind) for name in list_models() for kind in get_entry(name).inputs]
+
+
+@needs_data
+@pytest.mark.parametrize("name,kind", CASES, ids=[f"{n}-{k}" for n, k in CASES])
+def test_forward_backward(name, kind):
+    torch.manual_seed(0)
+    entry = get_entry(name)
+    examples = real_examples(kind, 6)
+    if entry.needs_tags:
+        examples = with_simple_tags(examples)
+    items, vocab_size, num_classes, n_tags, _ = encode_for(examples, entry.tokenizer)
+    model = create_model(name, num_classes=num_classes, vocab_size=vocab_size, kind=kind,
+                         tag_vocab_size=n_tags, **entry.test_config)
+    batch = collate_for(items, num_classes, model)
+    model.train()
+    out = model(batch)
+    logits = out["logits"] if isinstance(out, dict) else out
+    assert logits.shape == (len(examples), num_classes)
+    assert torch.isfinite(logits).all()
+    loss = torch.nn.functional.cross_entropy(logits, batch.labels)
+    loss.backward()
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable
+    missing = [n for n, p in trainable if p.grad is None]
+    assert not missing, f"no gradient reaches {missing[:5]}"
+    assert count_parameters(model) > 0
+
+
+def test_unknown_option_is_a_clear_error():
+    with pytest.raises(ValueError, match="has no option"):
+        create_model("kim_cnn", num_classes=2, vocab_size=10, filterz=3)
+
+
+def test_unknown_model_lists_the_registry():
+    with pytest.raises(KeyError, match="kim_cnn"):
+        get_entry("no_such_model")
