@@ -308,9 +308,14 @@ class BatchLoader:
         self.epoch, self._skip = epoch, done
 
     def __iter__(self):
+        return self._pass()
+
+    def _pass(self):
+        # one pass per epoch: the epoch number advances when a pass starts (the engine may stop
+        # a pass after its known length without exhausting it)
         epoch, skip = self.epoch, self._skip
         self._skip = 0
-        for ids in self._batches(epoch)[skip:]:
-            yield self.collate([self.items[i] for i in ids])
         if self.shuffle:
             self.epoch = epoch + 1
+        for ids in self._batches(epoch)[skip:]:
+            yield self.collate([self.items[i] for i in ids])

@@ -113,6 +113,8 @@ class LabelMap:
                 seen.update(ex.label)
             elif ex.label is not None:
                 seen.add(ex.label)
+            if ex.kind == "tree":         # phrase-level supervision: node labels are classes too
+                seen.update(l for l in ex.tree.labels if l is not None)
         return cls(sorted(seen, key=_natural), multi)
 
     def __len__(self) -> int:

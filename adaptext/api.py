@@ -1,0 +1,130 @@
+"""Load a run directory and predict: ``clf = adaptext.load(RUN_DIR); clf.predict(["..."])``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .data.batching import Collator, Encoder
+from .data.errors import DataError
+from .data.examples import ContextsExample, PairExample, TextExample, TreeExample, TreePairExample
+from .data.text import LabelMap, Tokenizer, TokenizerConfig, Vocab
+from .data.trees import leaf_tree, tree_from_brackets
+from .registry import create_model, get_entry
+from .training.config import model_options, resolve
+from .training.metrics import decide
+from .training.rundir import load_weights, read_json
+
+
+class Classifier:
+    """A trained model with everything needed to turn raw input into predictions."""
+
+    def __init__(self, model, encoder: Encoder, labels: LabelMap, config: dict, kind: str):
+        self.model, self.encoder, self.labels, self.config, self.kind = model.eval(), encoder, labels, config, kind
+        self.entry = get_entry(config["model"])
+        self.collate = Collator(len(labels), labels.multilabel, getattr(model, "min_length", 1),
+                                getattr(model, "fixed_length", 0))
+
+    @classmethod
+    def load(cls, run_dir, device: str = "cpu") -> "Classifier":
+        run = Path(run_dir)
+        for name in ("config.json", "vocab.json", "labels.json", "model.safetensors"):
+            if not (run / name).exists():
+                hint = " (a cross-validation run: load one of its fold-k directories)" if (run / "fold-1").exists() else ""
+                raise DataError(run / name, None, f"missing: not a finished run directory{hint}")
+        cfg = resolve({}, read_json(run / "config.json"))
+        voc = read_json(run / "vocab.json")
+        labels = LabelMap.from_dict(read_json(run / "labels.json"))
+        vocab = Vocab(voc["tokens"])
+        tag_vocab = Vocab(voc["tags"]) if voc.get("tags") else None
+        entry = get_entry(cfg["model"])
+        kind = cfg.get("_kind") or read_json(run / "metrics.json").get("info", {}).get("kind") or entry.inputs[0]
+        placeholder = torch.zeros(len(vocab), voc["embedding_dim"]) if voc.get("embedding_dim") else None
+        model = create_model(cfg["model"], num_classes=len(labels), vocab_size=len(vocab), kind=kind,
+                             multilabel=labels.multilabel, tag_vocab_size=len(tag_vocab) if tag_vocab else 0,
+                             embeddings=placeholder, embedding_mode=cfg["embedding_mode"], **model_options(cfg))
+        load_weights(model, run / "model.safetensors")
+        model.to(device)
+        enc = Encoder(Tokenizer(TokenizerConfig(**voc["tokenizer"])), vocab, labels, tag_vocab, cfg["max_length"])
+        return cls(model, enc, labels, cfg, kind)
+
+    # ------------------------------------------------------------------ input
+    def as_examples(self, inputs) -> list:
+        """Strings, dicts ({"text", "pair"} / {"text", "contexts"} / {"tree"}) or examples."""
+        out = []
+        for k, x in enumerate(inputs):
+            where = f"<input>:{k + 1}"
+            if hasattr(x, "kind"):
+                out.append(x)
+            elif isinstance(x, str):
+                if self.kind in ("tree",):
+                    out.append(TreeExample(self._tree(x), None, where))
+                elif self.kind != "text":
+                    raise DataError("<input>", k + 1, f"this model reads {self.kind} input; give a JSON object, not a string")
+                else:
+                    out.append(TextExample(x, None, where))
+            elif isinstance(x, dict):
+                if self.kind == "pair":
+                    if "pair" not in x and "context" not in x:
+                        raise DataError("<input>", k + 1, "a pair model needs {\"text\": ..., \"pair\": ...}")
+                    out.append(PairExample(x["text"], x.get("pair", x.get("context")), None, where))
+                elif self.kind == "contexts":
+                    out.append(ContextsExample(x["text"], tuple(x["contexts"]), None, where))
+                elif self.kind == "tree":
+                    out.append(TreeExample(self._tree(x.get("tree") or x["text"]), None, where))
+                elif self.kind == "tree_pair":
+                    out.append(TreePairExample(self._tree(x.get("tree") or x["text"]),
+                                               self._tree(x.get("pair_tree") or x["pair"]), None, where))
+                else:
+                    out.append(TextExample(x["text"], None, where))
+            else:
+                raise DataError("<input>", k + 1, f"cannot read a {type(x).__name__} as input")
+        if self.entry.needs_tags:
+            from .training.run import add_tags
+            out = add_tags(self.config, self.entry, [out])[0]
+        return out
+
+    def _tree(self, s: str):
+        s = s.strip()
+        if s.startswith("("):
+            return tree_from_brackets(s, labels_are="labels")
+        return leaf_tree(Tokenizer(self.encoder.tokenizer.config)(s) or ["<unk>"])
+
+    def batch(self, inputs):
+        items = self.encoder.encode(self.as_examples(inputs), with_labels=False)
+        return self.collate(items), items
+
+    # ------------------------------------------------------------------ output
+    def _items(self, inputs):
+        items = self.encoder.encode(self.as_examples(inputs), with_labels=False)
+        for k, it in enumerate(items):
+            it.index = k
+            if it.text is not None and len(it.text) == 0:      # empty after tokenisation:
+                it.text = np.asarray([1], dtype=np.int64)        # classified as one unknown word
+        return items
+
+    @torch.no_grad()
+    def predict_proba(self, inputs, batch_size: int = 64) -> np.ndarray:
+        from .training.run import predict_probs
+        return predict_probs(self.model, self._items(inputs), self.collate, self.labels.multilabel, batch_size)
+
+    def predict(self, inputs, batch_size: int = 64) -> list[dict]:
+        """[{"label": ..., "probs": {label: p}}] (multi-label: also "labels": [...]);
+        "truncated": true where a text was longer than the run's max_length."""
+        from .training.run import predict_probs
+        items = self._items(list(inputs))
+        probs = predict_probs(self.model, items, self.collate, self.labels.multilabel, batch_size)
+        pred = decide(probs, self.labels.multilabel, self.labels.threshold)
+        out = []
+        for k, p in enumerate(probs):
+            d = {"probs": {l: round(float(v), 6) for l, v in zip(self.labels.labels, p)}}
+            if self.labels.multilabel:
+                d["labels"] = [self.labels.labels[j] for j in np.flatnonzero(pred[k])]
+                d["label"] = d["labels"][0] if d["labels"] else None
+            else:
+                d["label"] = self.labels.labels[int(pred[k])]
+            if items[k].truncated:
+                d["truncated"] = True
+            out.append(d)
+        return out

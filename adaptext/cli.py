@@ -1,0 +1,255 @@
+"""The ``adaptext`` command: train, evaluate, predict, models, datasets, explain, serve, export.
+
+Bad input ends with one line ``error: file:line: problem`` and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+
+from .data.errors import DataError
+
+# options whose CLI default is "on" get a --no-X form
+_TUPLE_SEP = ","
+
+
+def _add_option(group, key, default, help_text="", choices=None):
+    flag = "--" + key.replace("_", "-")
+    if isinstance(default, bool):
+        group.add_argument(flag, dest=key, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+    elif isinstance(default, tuple):
+        conv = type(default[0]) if default else int
+        group.add_argument(flag, dest=key, default=None, metavar="A,B,...", help=help_text or f"default {default}",
+                           type=lambda s, c=conv: tuple(c(x) for x in s.split(_TUPLE_SEP) if x))
+    else:
+        typ = type(default) if isinstance(default, (int, float)) and default is not None else str
+        group.add_argument(flag, dest=key, default=None, type=typ, choices=choices, help=help_text)
+
+
+def _train_parser(model: str | None) -> argparse.ArgumentParser:
+    from .registry import get_entry
+    from .training.config import CHOICES, HELP, RUN_DEFAULTS
+    p = argparse.ArgumentParser(prog="adaptext train", description="Train and evaluate a model; writes a run directory.")
+    p.add_argument("--config", help="JSON or YAML file of options (e.g. a run's config.json)")
+    g = p.add_argument_group("run options")
+    for key, default in RUN_DEFAULTS.items():
+        d = default if default is not None else ""
+        if key in ("cv", "cv_seed", "min_freq", "max_vocab", "max_length", "epochs", "batch_size", "patience",
+                   "seed", "devices", "num_nodes", "threads", "checkpoint_every", "bucket"):
+            d = int(default or 0)
+        if key in ("lr", "weight_decay", "grad_clip", "oov_scale"):
+            d = float(default)
+        _add_option(g, key, d, HELP.get(key, ""), CHOICES.get(key))
+    if model:
+        entry = get_entry(model)
+        mg = p.add_argument_group(f"{model} options ({entry.paper or 'model'} defaults)")
+        for f in dataclasses.fields(entry.config):
+            default = entry.defaults[f.name]
+            _add_option(mg, f.name, default, f"default {default}")
+    return p
+
+
+def cmd_train(argv) -> int:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--model"); pre.add_argument("--config"); pre.add_argument("--resume")
+    known, _ = pre.parse_known_args(argv)
+    file_opts = {}
+    if known.config:
+        from .training.config import load_config_file
+        file_opts = load_config_file(known.config)
+    model = known.model or file_opts.get("model")
+    if known.resume and not model:
+        cfg_path = Path(known.resume) / "config.json"
+        if cfg_path.exists():
+            model = json.loads(cfg_path.read_text())["model"]
+    args = _train_parser(model or "kim_cnn").parse_args(argv)
+    opts = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
+    from .training.run import train_run
+    metrics = train_run(opts, file_opts, log=lambda m: print(m, file=sys.stderr))
+    if metrics:
+        print(json.dumps(_summary(metrics), indent=2))
+    return 0
+
+
+def _summary(m: dict) -> dict:
+    keep = ("accuracy", "macro_f1", "micro_f1", "example_f1", "accuracy_std", "macro_f1_std")
+    out = {s: {k: round(v, 2) for k, v in m[s].items() if k in keep} for s in ("dev", "test") if s in m}
+    out["info"] = {k: m["info"][k] for k in ("model", "parameters", "train_seconds", "best_epoch") if k in m.get("info", {})}
+    return out
+
+
+def cmd_evaluate(argv) -> int:
+    p = argparse.ArgumentParser(prog="adaptext evaluate", description="Metrics of a run on a dataset split (JSON).")
+    p.add_argument("run_dir")
+    p.add_argument("--data", help="named dataset or file (default: the run's)")
+    p.add_argument("--split", default="test", choices=("train", "dev", "test"))
+    p.add_argument("--data-dir")
+    p.add_argument("--format", default=None)
+    p.add_argument("--on-bad-line", default="error", choices=("error", "skip"))
+    a = p.parse_args(argv)
+    from . import load
+    from .data.datasets import DATASETS, read_split
+    from .data.errors import BadLines
+    from .data.readers import read_file
+    from .training import metrics as M
+    from .training.run import gold, predict_probs
+    clf = load(a.run_dir)
+    data = a.data or clf.config["data"] or "trec-demo"
+    bad = BadLines(a.on_bad_line)
+    if data in DATASETS:
+        examples = read_split(data, a.split, a.data_dir or clf.config.get("data_dir"), bad)
+    else:
+        examples = read_file(data, a.format or clf.config.get("format", "auto"), bad)
+    if clf.entry.needs_tags:
+        from .training.run import add_tags
+        examples = add_tags(clf.config, clf.entry, [examples])[0]
+    items = clf.encoder.encode(examples, bad)
+    probs = predict_probs(clf.model, items, clf.collate, clf.labels.multilabel)
+    m = M.compute(probs, gold(items, clf.labels), clf.labels.labels, clf.labels.multilabel, clf.labels.threshold)
+    m["bad_lines_skipped"] = bad.count
+    print(json.dumps(m, indent=2))
+    return 0
+
+
+def cmd_predict(argv) -> int:
+    p = argparse.ArgumentParser(prog="adaptext predict",
+                                description="Predict texts (one per line; JSON lines for pairs / contexts) from FILE or stdin.")
+    p.add_argument("run_dir")
+    p.add_argument("file", nargs="?")
+    p.add_argument("--batch-size", type=int, default=64)
+    a = p.parse_args(argv)
+    from . import load
+    clf = load(a.run_dir)
+    src = open(a.file, encoding="utf-8") if a.file else sys.stdin
+    name = a.file or "<stdin>"
+    inputs = []
+    with src:
+        for i, line in enumerate(src, 1):
+            line = line.rstrip("\n")
+            if line.lstrip().startswith("{"):
+                try:
+                    inputs.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise DataError(name, i, f"invalid JSON ({e.msg})") from None
+            else:
+                inputs.append(line)
+    for d in clf.predict(inputs, a.batch_size):
+        print(json.dumps(d))
+    return 0
+
+
+def cmd_models(argv) -> int:
+    p = argparse.ArgumentParser(prog="adaptext models", description="The registered models.")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    import torch
+    from .registry import count_parameters, create_model, get_entry, list_models
+    rows = []
+    for name in list_models():
+        e = get_entry(name)
+        with torch.device("meta"):
+            m = create_model(name, num_classes=2, vocab_size=1000, kind=e.inputs[0], tag_vocab_size=50)
+        rows.append({"name": name, "inputs": ",".join(e.inputs), "tokenizer": e.tokenizer,
+                     "parameters": count_parameters(m), "paper": e.paper, "description": e.description})
+    if a.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"{'model':<16} {'inputs':<22} {'params*':>10}  paper / description")
+    for r in rows:
+        print(f"{r['name']:<16} {r['inputs']:<22} {_human(r['parameters']):>10}  {r['paper']}: {r['description']}")
+    print("* parameters at the default (paper) size, 2 classes, word embeddings excluded")
+    return 0
+
+
+def _human(n: int) -> str:
+    return f"{n / 1e6:.2f}M" if n >= 1e5 else f"{n / 1e3:.1f}K"
+
+
+def cmd_datasets(argv) -> int:
+    p = argparse.ArgumentParser(prog="adaptext datasets", description="Named datasets and their split sizes (counted).")
+    p.add_argument("--data-dir")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    from .data.datasets import DATASETS, data_root, read_split, split_status
+    from .data.errors import BadLines
+    rows = []
+    for name, info in DATASETS.items():
+        status = split_status(name, a.data_dir)
+        sizes, classes = {}, None
+        for split in ("train", "dev", "test"):
+            if split not in status:
+                sizes[split] = "-" if split != "dev" else "10% of train" if not info.cv else "-"
+                continue
+            if status[split] is None:
+                sizes[split] = "missing"
+                continue
+            try:
+                ex = read_split(name, split, a.data_dir, BadLines("skip"))
+            except DataError:
+                sizes[split] = "missing"
+                continue
+            sizes[split] = len(ex)
+            if split == "train":
+                labs = set()
+                for e in ex:
+                    labs.update(e.label if isinstance(e.label, tuple) else (e.label,))
+                classes = len(labs)
+        if info.cv and isinstance(sizes.get("train"), int):
+            sizes["test"] = "10-fold CV"
+        rows.append({"name": name, "task": info.kind + (" multi-label" if info.multilabel else ""),
+                     "classes": classes, **sizes, "description": info.description})
+    if a.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    root = data_root(a.data_dir)
+    print(f"data root: {root if root else '(none: set ADAPTEXT_DATA or --data-dir)'}")
+    print(f"{'name':<14} {'task':<20} {'classes':>7} {'train':>9} {'dev':>13} {'test':>11}  description")
+    for r in rows:
+        print(f"{r['name']:<14} {r['task']:<20} {str(r['classes'] or '-'):>7} {str(r['train']):>9} "
+              f"{str(r['dev']):>13} {str(r['test']):>11}  {r['description']}")
+    return 0
+
+
+COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
+            "datasets": cmd_datasets}
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: adaptext {" + ",".join(COMMANDS) + "} ...\n\n"
+              "  train      train and evaluate a model (no --data: the bundled TREC demo)\n"
+              "  evaluate   metrics of a run directory on a dataset split\n"
+              "  predict    predict texts from a file or stdin (JSON lines out)\n"
+              "  models     list the registered models\n"
+              "  datasets   list the named datasets and their split sizes\n"
+              + "".join(f"  {k:<10} {v.__doc__ or ''}\n" for k, v in COMMANDS.items()
+                        if k not in ("train", "evaluate", "predict", "models", "datasets")))
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "--version":
+        from . import __version__
+        print(__version__)
+        return 0
+    if cmd not in COMMANDS:
+        print(f"error: unknown command {cmd!r} (choose from {', '.join(COMMANDS)})", file=sys.stderr)
+        return 2
+    try:
+        return COMMANDS[cmd](rest)
+    except DataError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (ValueError, KeyError) as e:
+        if os.environ.get("ADAPTEXT_DEBUG"):
+            raise
+        msg = e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

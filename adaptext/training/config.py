@@ -1,0 +1,117 @@
+"""The run configuration: one flat dictionary whose keys are the CLI's options (``--batch-size``
+is ``batch_size``), so ``config.json`` of a run reproduces it with ``--config``.
+
+Precedence: these defaults < the model's ``train_defaults`` < a ``--config`` file < options given
+on the command line. Model options (the fields of the model's config dataclass) live in the
+same dictionary.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+RUN_DEFAULTS: dict = {
+    # what to train
+    "model": "kim_cnn",
+    "data": None,            # a named dataset (see `adaptext datasets`) or a training file
+    "dev": None, "test": None,
+    "data_dir": None,
+    "format": "auto", "encoding": None,
+    "text_col": "text", "pair_col": None, "contexts_col": None, "label_col": "label", "label_sep": None,
+    "on_bad_line": "error",
+    "cv": 0, "cv_seed": 0,
+    # text -> ids
+    "tokenizer": None,       # word | char (default: the model's)
+    "lower": True, "clean": "none",
+    "min_freq": 1, "max_vocab": 0, "max_length": 2000,
+    "embeddings": None, "embedding_mode": "rand", "oov_init": "uniform", "oov_scale": 0.25,
+    "tagger": "nltk",
+    # optimisation
+    "optimizer": "adam", "lr": 1e-3, "batch_size": 50, "epochs": 10, "weight_decay": 0.0,
+    "grad_clip": 0.0, "patience": 5, "monitor": None, "class_weights": "none", "bucket": 50,
+    # engine
+    "seed": 1, "deterministic": False, "accelerator": "cpu", "devices": 1, "strategy": "auto",
+    "num_nodes": 1, "threads": 0, "checkpoint_every": 0, "progress": True,
+    # where
+    "out": None, "resume": None,
+}
+
+CHOICES = {
+    "format": ("auto", "kim", "trec", "fasttext", "zhang", "csv", "tsv", "jsonl", "nli", "sick", "sst-trees"),
+    "on_bad_line": ("error", "skip"),
+    "tokenizer": ("word", "char"),
+    "clean": ("none", "kim"),
+    "embedding_mode": ("rand", "static", "non-static", "multichannel"),
+    "oov_init": ("uniform", "normal"),
+    "optimizer": ("adam", "adagrad", "adadelta", "sgd"),
+    "monitor": ("accuracy", "macro_f1", "micro_f1"),
+    "class_weights": ("none", "balanced"),
+    "accelerator": ("cpu", "gpu", "cuda", "mps", "auto"),
+}
+
+HELP = {
+    "data": "named dataset or training file (default: the bundled TREC demo)",
+    "dev": "dev file (default: the dataset's dev split, else 10%% of train)",
+    "test": "test file",
+    "cv": "k-fold cross-validation (sets without a test split)",
+    "tokenizer": "word or char (default: the model's)",
+    "min_freq": "keep words seen at least this often in train",
+    "max_length": "truncate texts to this many tokens (0: never)",
+    "embeddings": "pretrained vectors (GloVe / word2vec / fastText text, or word2vec .bin; .gz ok)",
+    "embedding_mode": "Kim 2014: rand, static, non-static, multichannel",
+    "checkpoint_every": "also checkpoint every N training steps (for --resume mid-epoch)",
+    "monitor": "dev metric for early stopping and model selection",
+    "resume": "continue an interrupted run from its last checkpoint",
+    "out": "run directory to write",
+}
+
+
+def load_config_file(path) -> dict:
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+        data = yaml.safe_load(text) or {}
+    else:
+        data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a config file must hold one mapping of options")
+    data = {k.replace("-", "_"): v for k, v in data.items()}
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def model_fields(model: str) -> dict:
+    from ..registry import get_entry
+    return {f.name: f for f in dataclasses.fields(get_entry(model).config)}
+
+
+def resolve(options: dict, file_options: dict | None = None) -> dict:
+    """Merge defaults, the model's training defaults, a config file and explicit options."""
+    file_options = file_options or {}
+    model = options.get("model") or file_options.get("model") or RUN_DEFAULTS["model"]
+    from ..registry import get_entry
+    entry = get_entry(model)
+    cfg = dict(RUN_DEFAULTS)
+    cfg.update(entry.defaults)
+    cfg.update(entry.train_defaults)
+    for src in (file_options, options):
+        for k, v in src.items():
+            if v is not None:
+                cfg[k] = v
+    cfg["model"] = model
+    known = set(RUN_DEFAULTS) | set(entry.defaults)
+    unknown = sorted(set(cfg) - known)
+    if unknown:
+        raise ValueError(f"unknown option(s) {', '.join(unknown)} for model {model}")
+    for k, allowed in CHOICES.items():
+        if cfg.get(k) is not None and cfg[k] not in allowed:
+            raise ValueError(f"{k} must be one of {', '.join(allowed)}, not {cfg[k]!r}")
+    for k, f in model_fields(model).items():   # JSON turns tuples into lists
+        if isinstance(cfg[k], list):
+            cfg[k] = tuple(cfg[k])
+    return cfg
+
+
+def model_options(cfg: dict) -> dict:
+    return {k: cfg[k] for k in model_fields(cfg["model"])}

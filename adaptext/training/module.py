@@ -1,0 +1,187 @@
+"""The LightningModule: loss, optimiser, dev metrics, and the state a killed run needs to
+continue exactly (position in the epoch, random number generators)."""
+from __future__ import annotations
+
+import random
+import time
+
+import lightning as L
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from . import metrics as M
+
+
+def logits_of(out):
+    return out["logits"] if isinstance(out, dict) else out
+
+
+def probabilities(logits: torch.Tensor, multilabel: bool) -> torch.Tensor:
+    return torch.sigmoid(logits) if multilabel else torch.softmax(logits, dim=-1)
+
+
+class ClassifierModule(L.LightningModule):
+    def __init__(self, model: torch.nn.Module, cfg: dict, labels, train_loader, dev_loader,
+                 class_weights: torch.Tensor | None = None):
+        super().__init__()
+        self.model, self.cfg, self.labels = model, cfg, labels
+        self.train_loader, self.dev_loader = train_loader, dev_loader
+        self.multilabel = labels.multilabel
+        self.monitor = cfg["monitor"] or ("micro_f1" if self.multilabel else "accuracy")
+        self.register_buffer("class_weights", class_weights if class_weights is not None else torch.ones(0),
+                             persistent=False)
+        self._val: list = []
+        self._train_stats = [0.0, 0, 0, 0]     # loss sum, correct, examples, batches
+        self._epoch_start = time.perf_counter()
+        self._batches_done = 0
+        self._restore = None
+        self.last_dev: dict = {}
+        self.epoch_rows: list = []
+
+    # ------------------------------------------------------------------ data
+    def setup(self, stage: str) -> None:
+        world = self.trainer.world_size
+        if world > 1:
+            self.train_loader.set_distributed(self.trainer.global_rank, world)
+            self.dev_loader.set_distributed(self.trainer.global_rank, world)
+
+    # ------------------------------------------------------------------ loss
+    def loss(self, out, batch) -> torch.Tensor:
+        logits = logits_of(out)
+        if isinstance(out, dict) and "node_logits" in out and batch.tree is not None:
+            # phrase-level supervision: every labelled node of every tree (roots included)
+            nl = batch.tree.node_labels
+            keep = nl >= 0
+            w = self.class_weights if self.class_weights.numel() else None
+            return F.cross_entropy(out["node_logits"][keep], nl[keep], weight=w)
+        if self.multilabel:
+            return F.binary_cross_entropy_with_logits(logits, batch.labels)
+        w = self.class_weights if self.class_weights.numel() else None
+        return F.cross_entropy(logits, batch.labels, weight=w)
+
+    def forward(self, batch):
+        return self.model(batch)
+
+    def training_step(self, batch, batch_idx):
+        out = self.model(batch)
+        loss = self.loss(out, batch)
+        with torch.no_grad():
+            s = self._train_stats
+            s[0] += float(loss) * batch.size
+            if not self.multilabel:
+                s[1] += int((logits_of(out).argmax(-1) == batch.labels).sum())
+            s[2] += batch.size
+            s[3] += 1
+        self._batches_done = batch_idx + 1
+        rate = s[2] / max(time.perf_counter() - self._epoch_start, 1e-9)
+        self.log("ex/s", rate, prog_bar=True, on_step=True, on_epoch=False, batch_size=batch.size)
+        return loss
+
+    def optimizer_step(self, *args, **kwargs):
+        super().optimizer_step(*args, **kwargs)
+        if hasattr(self.model, "apply_constraints"):
+            self.model.apply_constraints()      # Kim 2014: max-norm of the softmax weight rows
+
+    def on_train_epoch_start(self) -> None:
+        self._train_stats = [0.0, 0, 0, 0]
+        self._epoch_start = time.perf_counter()
+        self._batches_done = 0
+
+    # ------------------------------------------------------------------ dev
+    def validation_step(self, batch, batch_idx):
+        out = self.model(batch)
+        logits = logits_of(out)
+        self._val.append((batch.index, probabilities(logits, self.multilabel).float(), batch.labels,
+                          self.loss(out, batch).detach() * batch.size))
+
+    def on_validation_epoch_end(self) -> None:
+        if not self._val:
+            return
+        index = torch.cat([v[0] for v in self._val])
+        probs = torch.cat([v[1] for v in self._val])
+        labels = torch.cat([v[2] for v in self._val])
+        loss_sum = torch.stack([v[3] for v in self._val]).sum()
+        self._val = []
+        if self.trainer.world_size > 1:
+            index, probs, labels = (self._gather_uneven(t) for t in (index, probs, labels))
+            loss_sum = self.all_gather(loss_sum).sum()
+        index, keep = np.unique(index.cpu().numpy(), return_index=True)   # ranks may share a padded batch
+        probs, labels = probs.cpu().numpy()[keep], labels.cpu().numpy()[keep]
+        m = M.compute(probs, labels, self.labels.labels, self.multilabel, self.labels.threshold)
+        m["loss"] = float(loss_sum) / max(len(index), 1)
+        self.last_dev = m
+        self.log("dev_score", m[self.monitor], prog_bar=True, sync_dist=False)
+
+    def _gather_uneven(self, t: torch.Tensor) -> torch.Tensor:
+        """Concatenate a tensor from every rank when ranks hold different numbers of rows."""
+        sizes = self.all_gather(torch.tensor(t.shape[0], device=t.device)).view(-1).tolist()
+        pad = max(sizes) - t.shape[0]
+        if pad:
+            t = torch.cat([t, t.new_zeros((pad, *t.shape[1:]))])
+        g = self.all_gather(t)                       # [world, max, ...]
+        return torch.cat([g[r, :n] for r, n in enumerate(sizes)])
+
+    # ------------------------------------------------------------------ epoch log
+    def on_train_epoch_end(self) -> None:
+        s = self._train_stats
+        secs = time.perf_counter() - self._epoch_start
+        row = {"epoch": self.current_epoch + 1, "train_loss": s[0] / max(s[2], 1),
+               "train_accuracy": (100.0 * s[1] / max(s[2], 1)) if not self.multilabel else None,
+               "dev_loss": self.last_dev.get("loss"), f"dev_{self.monitor}": self.last_dev.get(self.monitor),
+               "seconds": secs, "examples_per_s": s[2] * self.trainer.world_size / max(secs, 1e-9)}
+        self.epoch_rows = [r for r in self.epoch_rows if r["epoch"] < row["epoch"]] + [row]
+
+    # ------------------------------------------------------------------ optimiser
+    def configure_optimizers(self):
+        c = self.cfg
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        name, lr, wd = c["optimizer"], c["lr"], c["weight_decay"]
+        if name == "adam":
+            return torch.optim.Adam(params, lr=lr, weight_decay=wd)
+        if name == "adagrad":
+            return torch.optim.Adagrad(params, lr=lr, weight_decay=wd)
+        if name == "adadelta":
+            return torch.optim.Adadelta(params, lr=lr, rho=0.95, eps=1e-6, weight_decay=wd)  # Kim 2014
+        if name == "sgd":
+            return torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=wd)
+        raise ValueError(f"unknown optimizer {name!r}")
+
+    # ------------------------------------------------------------------ resume
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        checkpoint["adaptext"] = {
+            "epoch": self.current_epoch, "batches_done": self._batches_done,
+            "train_loader_len": len(self.train_loader),
+            "torch_rng": torch.get_rng_state(),
+            "numpy_rng": list(np.random.get_state()[1].tolist()) + [int(np.random.get_state()[2])],
+            "python_rng": repr(random.getstate()),
+            "train_stats": list(self._train_stats), "epoch_rows": self.epoch_rows,
+            "last_dev_score": self.last_dev.get(self.monitor),
+        }
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        st = checkpoint.get("adaptext")
+        if not st:
+            return
+        if st["batches_done"] >= st["train_loader_len"]:
+            self.train_loader.resume(st["epoch"] + 1, 0)      # saved at the end of an epoch
+        else:
+            self.train_loader.resume(st["epoch"], st["batches_done"])
+            self._train_stats = list(st["train_stats"])
+            self._batches_done = st["batches_done"]
+        self.epoch_rows = list(st.get("epoch_rows", []))
+        self._restore = st
+
+    def on_train_start(self) -> None:
+        st, self._restore = self._restore, None
+        if st is None:
+            return
+        torch.set_rng_state(st["torch_rng"])
+        state = np.random.get_state()
+        np.random.set_state((state[0], np.asarray(st["numpy_rng"][:-1], dtype=np.uint32), st["numpy_rng"][-1], 0, 0.0))
+        import ast
+        random.setstate(_tuple_deep(ast.literal_eval(st["python_rng"])))
+
+
+def _tuple_deep(x):
+    return tuple(_tuple_deep(v) for v in x) if isinstance(x, (list, tuple)) else x

@@ -1,0 +1,62 @@
+"""The run directory: config.json, model.safetensors, vocab.json, labels.json, metrics.json,
+log.csv, plots/. Every file is written to a temporary name and renamed (atomic); no pickle."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+
+def write_atomic(path, data) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    if isinstance(data, (dict, list)):
+        data = json.dumps(data, indent=2, default=_json_default) + "\n"
+    mode = "wb" if isinstance(data, bytes) else "w"
+    with open(tmp, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _json_default(o):
+    if isinstance(o, (tuple, set)):
+        return list(o)
+    if isinstance(o, Path):
+        return str(o)
+    if hasattr(o, "item"):
+        return o.item()
+    raise TypeError(f"cannot write {type(o).__name__} to JSON")
+
+
+def save_weights(model: torch.nn.Module, path) -> None:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
+    save_file(state, str(tmp), metadata={"format": "adaptext"})
+    os.replace(tmp, path)
+
+
+def load_weights(model: torch.nn.Module, path) -> None:
+    model.load_state_dict(load_file(str(path)), strict=True)
+
+
+def write_csv(path, rows: list[dict]) -> None:
+    if not rows:
+        return
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=keys)
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if r.get(k) is None else (round(r[k], 6) if isinstance(r[k], float) else r[k])) for k in keys})
+    write_atomic(path, buf.getvalue())
+
+
+def read_json(path):
+    return json.loads(Path(path).read_text(encoding="utf-8"))

@@ -1,0 +1,202 @@
+"""Readers on real lines of every upstream format, and the one-line errors of bad input."""
+import gzip
+import json
+
+import pytest
+
+from adaptext.data import readers as R
+from adaptext.data.datasets import DATASETS, holdout, load_named
+from adaptext.data.errors import BadLines, DataError
+from adaptext.data.examples import ContextsExample, PairExample, TextExample
+
+from conftest import DATA, needs_data
+
+pytestmark = needs_data
+
+
+def test_kim_files_keep_cp1252_lines_whole():
+    mr = R.read_kim(DATA / "mr/rt-polarity.all")
+    assert len(mr) == 10662                          # not split at U+0085
+    assert mr[473].text.startswith("\u2026the maudlin way")   # 0x85 is cp1252's ellipsis
+    assert {e.label for e in mr} == {"0", "1"}
+    assert [e.label for e in mr[:5331]] == ["0"] * 5331  # label-sorted on disk
+    assert len(R.read_kim(DATA / "subj/subj.all")) == 10000
+
+
+def test_trec_raw_gives_coarse_and_fine_labels():
+    coarse = R.read_trec_raw(DATA / "trec/raw/TREC.train")
+    fine = R.read_trec_raw(DATA / "trec/raw/TREC.train", fine=True)
+    assert len(coarse) == len(fine) == 5452
+    assert coarse[0].label == "DESC" and fine[0].label == "DESC:manner"
+    assert coarse[0].text == "How did serfdom develop in and then leave Russia ?"
+    assert len({e.label for e in coarse}) == 6 and len({e.label for e in fine}) == 50
+
+
+def test_zhang_csv_ag_news():
+    ag = R.read_zhang_csv(DATA / "ag_news/test.csv")
+    assert len(ag) == 7600
+    assert ag[0].label == "Business"                 # class 3 named from classes.txt
+    assert ag[0].text.startswith("Fears for T N pension after talks Unions representing")
+    assert all("\\" not in e.text for e in ag)       # line-break escapes undone
+
+
+def test_zhang_csv_gzip_quotes_and_escapes(tmp_path):
+    p = tmp_path / "train.csv.gz"
+    with gzip.open(p, "wt", encoding="utf-8") as f:
+        f.write('"1","Title ""quoted""","first\\nsecond"\n"2","x","y"\n')
+    ex = R.read_zhang_csv(p)
+    assert ex[0].text == 'Title "quoted" first\nsecond' and ex[0].label == "1"
+
+
+def test_sick_pairs_hypothesis_is_the_text():
+    sick = R.read_sick(DATA / "sick/SICK_train.txt")
+    assert len(sick) == 4500 and isinstance(sick[0], PairExample)
+    assert sick[0].pair.startswith("A group of kids is playing in a yard and an old man")   # sentence_A, premise
+    assert sick[0].text.startswith("A group of boys in a yard is playing")                 # sentence_B
+    assert sick[0].label == "NEUTRAL"
+    assert len(R.read_sick(DATA / "sick/SICK_test_annotated.txt")) == 4927   # CRLF file
+    assert len(R.read_sick(DATA / "sick/SICK.txt")) == 9840                  # full release columns
+
+
+def test_sst_trees_sentences_and_phrases():
+    trees = R.read_sst_trees(DATA / "sst_ptb/train.txt")
+    assert len(trees) == 8544
+    assert trees[0].label == "positive" and trees[0].tree.leaves()[:3] == ["The", "Rock", "is"]
+    assert sum(len(t.tree) for t in trees) == 318582            # every node labelled
+    binary = R.read_sst_trees(DATA / "sst_ptb/train.txt", binary=True)
+    assert len(binary) == 6920                                  # neutral sentences dropped (= stsa.binary.train)
+    phrases = R.sst_phrases(binary)
+    assert all(p.label in ("negative", "positive") for p in phrases)
+    assert len(phrases) > 60000
+    sentences = {e.text.lower() for e in R.read_kim(DATA / "sst2/stsa.binary.train")}
+    assert " ".join(binary[5].tree.leaves()).lower() in sentences
+
+
+def test_jsonl_long_documents_and_multilabel_hierarchy():
+    imdb = R.read_jsonl(DATA / "imdb/test.jsonl.gz")
+    assert len(imdb) == 25000 and {e.label for e in imdb} == {"neg", "pos"}
+    splits = load_named("20news-hier", cv=0)
+    labels = {e.label for e in splits.test}
+    assert ("comp", "comp.sys", "comp.sys.mac.hardware") in labels
+    assert ("alt.atheism",) in labels
+    assert splits.multilabel and len(splits.test) == 7532
+
+
+def test_fasttext_lines_and_multilabel(tmp_path):
+    p = tmp_path / "ft.txt"
+    p.write_text("__label__a __label__b some text\n__label__c other\n", encoding="utf-8")
+    ex = R.read_fasttext(p)
+    assert ex[0].label == ("a", "b") and ex[0].text == "some text" and ex[1].label == "c"
+
+
+def test_nli_jsonl_skips_no_consensus(tmp_path):
+    p = tmp_path / "snli.jsonl"
+    rows = [{"sentence1": "A man sleeps.", "sentence2": "A person rests.", "gold_label": "entailment"},
+            {"sentence1": "A dog.", "sentence2": "A cat.", "gold_label": "-"}]
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    ex = R.read_nli_jsonl(p)
+    assert len(ex) == 1 and ex[0].text == "A person rests." and ex[0].pair == "A man sleeps."
+    assert R.read_jsonl.last_skipped == 1
+
+
+def test_jsonl_contexts_and_generic_table(tmp_path):
+    p = tmp_path / "claims.jsonl"
+    p.write_text(json.dumps({"text": "claim", "contexts": ["e1", "e2"], "label": "SUPPORTS"}) + "\n")
+    ex = R.read_jsonl(p, contexts_col="contexts")
+    assert ex == [ContextsExample("claim", ("e1", "e2"), "SUPPORTS")]
+    t = tmp_path / "d.tsv"
+    t.write_text("id\tsentence\tother\ttags\n1\thello there\tx\ta|b\n", encoding="utf-8")
+    ex = R.read_table(t, text_col="sentence", pair_col="other", label_col="tags", label_sep="|")
+    assert ex == [PairExample("hello there", "x", ("a", "b"))]
+
+
+def test_named_splits_dev_holdout_and_cv():
+    trec = load_named("trec")
+    assert len(trec.train) + len(trec.dev) == 5452 and trec.dev_from_train
+    assert abs(len(trec.dev) - 545) <= 6
+    assert load_named("trec").dev == trec.dev                  # fixed seed
+    mr = load_named("mr")
+    assert len(mr.folds) == 10 and mr.test is None
+    te = sorted(i for _, t in mr.folds for i in t)
+    assert te == list(range(10662))                           # every example tested once
+    first = [mr.train[i].label for i in mr.folds[0][1]]
+    assert 0.45 < first.count("negative") / len(first) < 0.55   # stratified despite label-sorted file
+    with pytest.raises(DataError, match="missing"):
+        load_named("ag_news")                                  # only the test split is present
+
+
+def test_holdout_is_stratified():
+    ex = [TextExample(f"t{i}", "a" if i < 90 else "b") for i in range(100)]
+    rest, held = holdout(ex)
+    assert len(held) == 10 and sum(e.label == "b" for e in held) == 1
+
+
+# ---------------------------------------------------------------- bad input
+def run_cli(capsys, *argv):
+    from adaptext.cli import main
+    code = main(list(argv))
+    err = capsys.readouterr().err.strip()
+    return code, err
+
+
+TINY = ["--epochs", "1", "--filters", "4", "--embed-dim", "8", "--no-progress"]
+
+
+def write(tmp_path, name, text, mode="w"):
+    p = tmp_path / name
+    if mode == "wb":
+        p.write_bytes(text)
+    else:
+        p.write_text(text, encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize("case", ["csv_row", "label_col", "empty_text", "bytes", "tree", "unseen_label"])
+def test_bad_input_is_one_line_naming_file_and_line(tmp_path, capsys, case):
+    good = "text,label\n" + "".join(f"sentence number {i} here,{'ab'[i % 2]}\n" for i in range(30))
+    if case == "csv_row":
+        train = write(tmp_path, "train.csv", good + "only one field\n")
+        expect = f"{train}:32: expected at least 2 fields, found 1"
+    elif case == "label_col":
+        train = write(tmp_path, "train.csv", "text,klass\nhello,a\n")
+        expect = f"{train}:1: no label column 'label' in the header"
+    elif case == "empty_text":
+        train = write(tmp_path, "train.csv", good + '"   ",a\n')
+        expect = f"{train}:32: empty text"
+    elif case == "bytes":
+        train = write(tmp_path, "train.csv", (good + "caf\xe9 au lait,a\n").encode("latin-1"), "wb")
+        expect = f"{train}:32: byte 0xe9"
+    elif case == "tree":
+        train = write(tmp_path, "train.txt", "(3 (2 good) (2 movie))\n(1 (2 bad) (2 film)\n")
+        expect = f"{train}:2: bad tree: unbalanced brackets"
+    else:
+        train = write(tmp_path, "train.csv", good)
+        test = write(tmp_path, "test.csv", "text,label\nfine,a\nnew one,zzz\n")
+        expect = f"{test}:3: label 'zzz' does not occur in the training data"
+    extra = ["--test", str(test)] if case == "unseen_label" else ["--test", str(train)]
+    code, err = run_cli(capsys, "train", "--data", str(train), "--out", str(tmp_path / "run"), *extra, *TINY)
+    assert code == 2
+    assert err.startswith("error: " + expect), err
+    assert "\n" not in err and "Traceback" not in err
+
+
+def test_bad_lines_skipped_are_counted(tmp_path, capsys):
+    good = "text,label\n" + "".join(f"sentence number {i} here,{'ab'[i % 2]}\n" for i in range(40))
+    train = write(tmp_path, "train.csv", good + "only one field\n" + '"  ",b\n')
+    code, _ = run_cli(capsys, "train", "--data", str(train), "--test", str(train), "--out", str(tmp_path / "run"),
+                      "--on-bad-line", "skip", *TINY)
+    assert code == 0
+    m = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert m["info"]["bad_lines_skipped"] == 4      # 2 bad lines, read as train and as test
+
+
+def test_embeddings_with_varying_dimension(tmp_path):
+    from adaptext.data.embeddings import read_vectors
+    p = write(tmp_path, "vec.txt", "the 0.1 0.2 0.3\ncat 0.1 0.2\n")
+    with pytest.raises(DataError, match=r"vec.txt:2: vector has 2 numbers, expected 3"):
+        read_vectors(p)
+
+
+def test_unbalanced_tree_error_names_problem():
+    with pytest.raises(ValueError, match="unbalanced"):
+        R.tree_from_brackets("(1 (2 a) (3 b)")

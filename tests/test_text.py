@@ -1,0 +1,123 @@
+"""Tokenisers, vocabulary, embeddings, batching and metrics on real data."""
+import gzip
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+from adaptext.data import readers as R
+from adaptext.data.batching import BatchLoader, Collator, Encoder
+from adaptext.data.embeddings import embedding_matrix, read_vectors
+from adaptext.data.text import LabelMap, Tokenizer, Vocab, kim_clean
+from adaptext.training import metrics as M
+
+from conftest import DATA, needs_data
+
+
+def test_word_tokenizer_splits_clitics_and_punctuation():
+    tok = Tokenizer()
+    assert tok("It doesn't work, isn't it?") == ["it", "does", "n't", "work", ",", "is", "n't", "it", "?"]
+    assert tok("the film 's charm<br />ends") == ["the", "film", "'s", "charm", "ends"]
+    assert Tokenizer(lower=False)("New York") == ["New", "York"]
+    assert kim_clean("Don't go, (now)!") == "Do n't go , ( now ) !"
+    assert Tokenizer(clean="kim")("Don't go!") == ["do", "n't", "go", "!"]
+    assert Tokenizer(level="char")("Ab  c") == ["a", "b", " ", "c"]
+
+
+def test_vocab_min_freq_and_special_ids():
+    v = Vocab.build([["a", "b", "a"], ["a", "c", "b"]], min_freq=2)
+    assert v.itos == ["<pad>", "<unk>", "a", "b"]
+    assert v.encode(["a", "zzz", "b"]) == [2, 1, 3]
+
+
+@needs_data
+def test_glove_subset_coverage_and_oov_init():
+    vocab = Vocab.build([["the", "movie", "qwertyzzz", "Rock"]])
+    mat, cov = embedding_matrix(vocab, DATA / "glove/glove.6B.50d.subset.txt.gz", "normal", 0.6, seed=0)
+    assert mat.shape == (len(vocab), 50) and cov.dim == 50
+    assert cov.found == 3                    # the, movie, and Rock via its lower-cased form
+    assert torch.allclose(mat[vocab.stoi["the"]][:3], torch.tensor([0.418, 0.24968, -0.41242]))
+    assert mat[0].abs().sum() == 0           # padding row
+    oov = mat[vocab.stoi["qwertyzzz"]]
+    assert 0.05 < oov.std() < 2.0
+
+
+def test_word2vec_text_with_header_and_binary(tmp_path):
+    txt = tmp_path / "w.vec"
+    txt.write_text("2 3\nfoo 1 2 3\nbar 4 5 6\n")
+    vecs, dim = read_vectors(txt)
+    assert dim == 3 and vecs["bar"].tolist() == [4, 5, 6]
+    b = tmp_path / "w.bin.gz"
+    with gzip.open(b, "wb") as f:
+        f.write(b"2 3\n")
+        for w, v in (("foo", (1, 2, 3)), ("bar", (4, 5, 6))):
+            f.write(w.encode() + b" " + struct.pack("3f", *v) + b"\n")
+    vecs, dim = read_vectors(b)
+    assert dim == 3 and vecs["foo"].tolist() == [1, 2, 3] and vecs["bar"].tolist() == [4, 5, 6]
+
+
+@needs_data
+def test_collate_pads_masks_and_trees():
+    ex = R.read_sst_trees(DATA / "sst_ptb/dev.txt")[:3]
+    vocab = Vocab.build([[w.lower() for w in e.tree.leaves()] for e in ex])
+    labels = LabelMap.from_examples(ex)
+    items = Encoder(Tokenizer(), vocab, labels).encode(ex)
+    b = Collator(len(labels))(items)
+    tb = b.tree
+    assert tb.num_nodes == sum(len(e.tree) for e in ex)
+    # each level's nodes have their children in earlier levels
+    done = set(tb.levels[0].tolist())
+    assert all(tb.left[i] < 0 for i in done)
+    for lvl in tb.levels[1:]:
+        for i in lvl.tolist():
+            assert int(tb.left[i]) in done and int(tb.right[i]) in done
+        done |= set(lvl.tolist())
+    assert tb.roots.tolist() == list(np.cumsum([len(e.tree) for e in ex]) - 1)
+    assert (tb.node_labels >= 0).all()
+
+
+@needs_data
+def test_text_batches_lengths_min_and_fixed_length():
+    ex = R.read_trec_raw(DATA / "trec/raw/TREC.test")[:4]
+    tok = Tokenizer()
+    vocab = Vocab.build([tok(e.text) for e in ex])
+    labels = LabelMap.from_examples(ex)
+    items = Encoder(tok, vocab, labels, max_length=6).encode(ex)
+    b = Collator(len(labels), min_length=8)(items)
+    assert b.text.shape == (4, 8) and b.lengths.max() <= 6
+    assert (b.text[~b.mask] == 0).all()
+    b = Collator(len(labels), fixed_length=3)(items)
+    assert b.text.shape == (4, 3) and (b.lengths <= 3).all()
+
+
+def test_loader_epochs_differ_resume_continues_and_ranks_split():
+    from adaptext.data.batching import Item
+    items = [Item(index=i, label=i % 2, text=np.arange(1, 2 + i % 7)) for i in range(100)]
+    col = Collator(2)
+    ld = BatchLoader(items, 10, col, shuffle=True, seed=1)
+    e0 = [b.index.tolist() for b in ld]
+    e1 = [b.index.tolist() for b in ld]
+    assert e0 != e1 and sorted(sum(e0, [])) == list(range(100))
+    again = BatchLoader(items, 10, col, shuffle=True, seed=1)
+    again.resume(1, 4)
+    assert [b.index.tolist() for b in again] == e1[4:]
+    r0, r1 = (BatchLoader(items, 10, col, shuffle=True, seed=1, rank=r, world=2) for r in (0, 1))
+    a, b = [x.index.tolist() for x in r0], [x.index.tolist() for x in r1]
+    assert len(a) == len(b) == 5 and not set(sum(a, [])) & set(sum(b, []))
+
+
+def test_metrics_single_and_multi_label():
+    m = M.single_label([0, 0, 1, 2], [0, 1, 1, 2], ["a", "b", "c"])
+    assert m["accuracy"] == 75.0
+    assert m["per_class"]["a"]["recall"] == 50.0 and m["per_class"]["b"]["precision"] == 50.0
+    assert m["macro_f1"] == pytest.approx(100 * (2 / 3 + 2 / 3 + 1) / 3)
+    assert m["confusion_matrix"]["matrix"] == [[1, 1, 0], [0, 1, 0], [0, 0, 1]]
+    t = np.array([[1, 1, 0], [0, 0, 1]])
+    p = np.array([[1, 0, 0], [0, 1, 1]])
+    mm = M.multi_label(t, p, ["x", "y", "z"])
+    assert mm["micro_f1"] == pytest.approx(100 * 2 * 2 / (2 * 2 + 1 + 1))
+    assert mm["example_f1"] == pytest.approx(100 * (2 / 3 + 2 / 3) / 2)
+    probs = np.array([[0.9, 0.4, 0.1], [0.2, 0.3, 0.8]])
+    th = M.tune_threshold(probs, t)
+    assert M.multi_label(t, M.decide(probs, True, th), ["x", "y", "z"])["micro_f1"] == 100.0

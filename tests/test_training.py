@@ -1,0 +1,160 @@
+"""End to end: train on real data, write the run directory, reload it, predict."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import adaptext
+from adaptext.cli import main
+from adaptext.training.run import train_run
+
+from conftest import DATA, needs_data
+
+TINY = {"filters": 8, "embed_dim": 16, "progress": False, "max_length": 60}
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "demo"
+    m = train_run({"out": str(out), "epochs": 2, "seed": 7, **TINY})
+    return out, m
+
+
+def test_run_directory_is_complete_and_pickle_free(demo_run):
+    out, m = demo_run
+    for name in ("config.json", "model.safetensors", "vocab.json", "labels.json", "metrics.json", "log.csv",
+                 "plots/learning_curves.png", "plots/confusion_matrix.png"):
+        assert (out / name).stat().st_size > 0, name
+    for f in out.rglob("*"):
+        if f.is_file():
+            head = f.read_bytes()[:2]
+            assert head not in (b"\x80\x02", b"\x80\x04", b"\x80\x05") and head != b"PK", f"pickle/zip in {f}"
+    for split in ("dev", "test"):
+        for key in ("accuracy", "macro_f1", "micro_f1", "per_class", "confusion_matrix"):
+            assert key in m[split]
+    assert m["test"]["n"] == 500 and m["test"]["accuracy"] > 50      # 6 classes: far above chance
+    assert len((out / "log.csv").read_text().splitlines()) == 3       # header + 2 epochs
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["filters"] == 8 and cfg["model"] == "kim_cnn" and cfg["optimizer"] == "adadelta"
+
+
+def test_config_json_reproduces_the_run(demo_run, tmp_path, capsys):
+    out, m = demo_run
+    code = main(["train", "--config", str(out / "config.json"), "--out", str(tmp_path / "again")])
+    assert code == 0
+    again = json.loads((tmp_path / "again" / "metrics.json").read_text())
+    assert again["test"]["confusion_matrix"] == m["test"]["confusion_matrix"]
+    assert again["dev"]["accuracy"] == m["dev"]["accuracy"]
+
+
+def test_loaded_run_reproduces_its_predictions(demo_run, capsys):
+    out, m = demo_run
+    clf = adaptext.load(out)
+    code = main(["evaluate", str(out), "--split", "test"])
+    assert code == 0
+    ev = json.loads(capsys.readouterr().out)
+    assert ev["confusion_matrix"] == m["test"]["confusion_matrix"]
+    texts = ["What is the capital of France ?", "Who wrote Hamlet ?"]
+    a, b = clf.predict(texts), adaptext.load(out).predict(texts)
+    assert a == b and a[0]["label"] in clf.labels.labels
+    assert abs(sum(a[0]["probs"].values()) - 1) < 1e-4
+
+
+def test_short_empty_and_huge_texts_are_classified(demo_run):
+    clf = adaptext.load(demo_run[0])
+    huge = "what " * 100_000
+    out = clf.predict(["Why ?", "", "!!!", huge])
+    assert [o["label"] in clf.labels.labels for o in out] == [True] * 4
+    assert out[3].get("truncated") is True and "truncated" not in out[0]
+
+
+def test_predict_cli_reads_stdin(demo_run, monkeypatch, capsys):
+    import io
+    monkeypatch.setattr(sys, "stdin", io.StringIO("How far is the moon ?\nWho is the president ?\n"))
+    assert main(["predict", str(demo_run[0])]) == 0
+    lines = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 2 and set(lines[0]) >= {"label", "probs"}
+
+
+def test_models_and_datasets_commands(capsys):
+    assert main(["models"]) == 0
+    assert "kim_cnn" in capsys.readouterr().out
+    assert main(["datasets", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["trec-demo"]["train"] == 5452
+    if DATA.exists():
+        assert rows["sst2"]["test"] == 1821 and rows["ag_news"]["train"] == "missing"
+        assert rows["mr"]["test"] == "10-fold CV" and rows["sick"]["classes"] == 3
+
+
+def test_multilabel_from_fasttext_lines(tmp_path):
+    lines = []
+    for i in range(240):
+        topic = ["sport", "politics", "science"][i % 3]
+        words = {"sport": "match goal team player", "politics": "vote election party law",
+                 "science": "atom cell energy theory"}[topic]
+        extra = " __label__news" if i % 2 else ""
+        lines.append(f"__label__{topic}{extra} {words} story {i % 7}")
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "ml"
+    m = train_run({"data": str(train), "test": str(train), "out": str(out), "epochs": 6, "lr": 0.01,
+                   "optimizer": "adam", **TINY})
+    for key in ("micro_f1", "macro_f1", "example_f1"):
+        assert key in m["test"]
+    assert m["test"]["micro_f1"] > 60
+    labels = json.loads((out / "labels.json").read_text())
+    assert labels["multilabel"] and 0 < labels["threshold"] < 1
+    pred = adaptext.load(out).predict(["match goal team player story 3"])[0]
+    assert "sport" in pred["labels"]
+
+
+def test_cross_validation_reports_mean_and_std(tmp_path):
+    rows = "".join(f"{'pos' if i % 2 else 'neg'} {'great fine good' if i % 2 else 'bad awful poor'} text {i}\n"
+                   for i in range(120))
+    f = tmp_path / "sorted.txt"
+    f.write_text(rows)
+    m = train_run({"data": str(f), "format": "kim", "cv": 3, "out": str(tmp_path / "cv"), "epochs": 2, **TINY})
+    assert m["cv"]["folds"] == 3 and len(m["cv"]["test_accuracy"]) == 3
+    assert "accuracy_std" in m["test"]
+    assert (tmp_path / "cv" / "fold-3" / "model.safetensors").exists()
+
+
+@needs_data
+@pytest.mark.parametrize("mode", ["static", "non-static", "multichannel"])
+def test_embedding_modes_with_glove(tmp_path, mode):
+    out = tmp_path / mode
+    train_run({"out": str(out), "epochs": 1, "embeddings": str(DATA / "glove/glove.6B.50d.subset.txt.gz"),
+               "embedding_mode": mode, **TINY})
+    clf = adaptext.load(out)
+    emb = clf.model.embedding
+    assert emb.dim == 50
+    from adaptext.data.embeddings import read_vectors
+    vecs, _ = read_vectors(DATA / "glove/glove.6B.50d.subset.txt.gz", {"what"})
+    frozen = emb.static if mode == "multichannel" else emb.embed
+    row = frozen.weight[clf.encoder.vocab.stoi["what"]]
+    same = torch.allclose(row, torch.from_numpy(vecs["what"]))
+    assert same == (mode != "non-static")          # static channels keep GloVe; non-static fine-tunes it
+
+
+def test_class_weights_and_optimisers(tmp_path):
+    for opt, cw in (("sgd", "balanced"), ("adagrad", "none")):
+        m = train_run({"out": str(tmp_path / opt), "epochs": 1, "optimizer": opt, "lr": 0.05, "class_weights": cw,
+                       "grad_clip": 1.0, **TINY})
+        assert m["test"]["accuracy"] > 20
+
+
+@pytest.mark.slow
+def test_ddp_two_cpu_processes(tmp_path):
+    out = tmp_path / "ddp"
+    r = subprocess.run([sys.executable, "-m", "adaptext.cli", "train", "--out", str(out), "--epochs", "1",
+                        "--devices", "2", "--strategy", "ddp", "--accelerator", "cpu", "--filters", "8",
+                        "--embed-dim", "16", "--no-progress"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    m = json.loads((out / "metrics.json").read_text())
+    single = train_run({"out": str(tmp_path / "single"), "epochs": 1, "filters": 8, "embed_dim": 16, "progress": False})
+    assert set(m) == set(single) and set(m["test"]) == set(single["test"])
+    assert m["test"]["n"] == 500 and m["info"]["train_examples"] == single["info"]["train_examples"]
