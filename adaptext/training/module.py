@@ -34,6 +34,7 @@ class ClassifierModule(L.LightningModule):
         self._val: list = []
         self._train_stats = [0.0, 0, 0, 0]     # loss sum, correct, examples, batches
         self._epoch_start = time.perf_counter()
+        self._train_time = 0.0
         self._batches_done = 0
         self._restore = None
         self.last_dev: dict = {}
@@ -74,7 +75,8 @@ class ClassifierModule(L.LightningModule):
             s[2] += batch.size
             s[3] += 1
         self._batches_done = batch_idx + 1
-        rate = s[2] / max(time.perf_counter() - self._epoch_start, 1e-9)
+        self._train_time = time.perf_counter() - self._epoch_start    # excludes the dev pass at epoch end
+        rate = s[2] / max(self._train_time, 1e-9)
         self.log("ex/s", rate, prog_bar=True, on_step=True, on_epoch=False, batch_size=batch.size)
         return loss
 
@@ -125,7 +127,7 @@ class ClassifierModule(L.LightningModule):
     # ------------------------------------------------------------------ epoch log
     def on_train_epoch_end(self) -> None:
         s = self._train_stats
-        secs = time.perf_counter() - self._epoch_start
+        secs = self._train_time
         row = {"epoch": self.current_epoch + 1, "train_loss": s[0] / max(s[2], 1),
                "train_accuracy": (100.0 * s[1] / max(s[2], 1)) if not self.multilabel else None,
                "dev_loss": self.last_dev.get("loss"), f"dev_{self.monitor}": self.last_dev.get(self.monitor),

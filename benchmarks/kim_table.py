@@ -1,0 +1,210 @@
+"""Kim (2014) Table 2: CNN-rand and CNN-non-static on MR (10-fold CV), SST-1, SST-2 (trained
+on phrases from the SST trees), SUBJ (10-fold CV) and TREC, mean and std over seeds, beside
+the paper's figures; fastText (supervised, word bigrams) on the same splits as the peer row;
+and kim_cnn's training throughput on SST-2 against a plain PyTorch loop over the same model.
+
+    python benchmarks/kim_table.py --seeds 3                       # everything (a GPU helps)
+    python benchmarks/kim_table.py --parts fasttext,throughput     # the CPU parts
+    python benchmarks/kim_table.py --merge a.json b.json           # combine partial runs
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+PAPER = {  # Kim 2014, Table 2 (accuracy %)
+    "rand": {"mr": 76.1, "sst1": 45.0, "sst2": 82.7, "subj": 89.6, "trec": 91.2},
+    "non-static": {"mr": 81.5, "sst1": 48.0, "sst2": 87.2, "subj": 93.4, "trec": 93.6},
+}
+DATA_NAME = {"mr": "mr", "sst1": "sst1-phrases", "sst2": "sst2-phrases", "subj": "subj", "trec": "trec"}
+DATASETS = ("mr", "sst1", "sst2", "subj", "trec")
+
+
+def run_cnn(variant: str, dataset: str, seed: int, epochs: int, patience: int, accelerator: str) -> tuple[float, float]:
+    from adaptext.training.run import train_run
+    opts = {"model": "kim_cnn", "data": DATA_NAME[dataset], "seed": seed, "epochs": epochs, "patience": patience,
+            "progress": False, "accelerator": accelerator, "data_dir": str(common.DATA)}
+    if variant != "rand":
+        opts.update(embeddings=str(common.GLOVE), embedding_mode=variant)
+    with tempfile.TemporaryDirectory() as tmp:
+        opts["out"] = str(Path(tmp) / "run")
+        t = time.perf_counter()
+        m = train_run(opts, log=lambda *_: None)
+        return m["test"]["accuracy"], time.perf_counter() - t
+
+
+# ------------------------------------------------------------------ fastText peer
+def fasttext_splits(dataset: str, seed: int):
+    """The same splits the CNN runs use: official (SST with phrases, TREC) or the CV folds."""
+    from adaptext.data.datasets import holdout, load_named
+    s = load_named(DATA_NAME[dataset], str(common.DATA))
+    if s.folds:
+        for tr, te in s.folds:
+            train, _ = holdout([s.train[i] for i in tr])
+            yield train, [s.train[i] for i in te]
+    else:
+        yield s.train, s.test
+
+
+def run_fasttext(dataset: str, seed: int) -> tuple[float, float]:
+    import fasttext
+    from adaptext.data.text import Tokenizer
+    tok = Tokenizer()
+    accs, t0 = [], time.perf_counter()
+    for train, test in fasttext_splits(dataset, seed):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            for ex in train:
+                f.write(f"__label__{ex.label.replace(' ', '_')} {' '.join(tok(ex.text))}\n")
+        model = fasttext.train_supervised(f.name, wordNgrams=2, epoch=10, lr=0.5, dim=100, seed=seed, thread=2,
+                                          verbose=0)
+        Path(f.name).unlink()
+        pred = [model.predict(" ".join(tok(ex.text)))[0][0][len("__label__"):] for ex in test]
+        accs.append(100 * np.mean([p == ex.label.replace(" ", "_") for p, ex in zip(pred, test)]))
+    return float(np.mean(accs)), time.perf_counter() - t0
+
+
+# ------------------------------------------------------------------ throughput
+def throughput(epochs: int = 3) -> list[dict]:
+    """Examples/s of kim_cnn training on SST-2: the engine (Lightning, cached encoding, length
+    buckets) against a plain PyTorch loop (DataLoader, pad to the longest in the batch,
+    no buckets) over the same model, optimiser and batch size, in this process."""
+    import torch
+    from adaptext.data.batching import Collator, Encoder
+    from adaptext.data.datasets import load_named
+    from adaptext.data.text import LabelMap, Tokenizer, Vocab
+    from adaptext.registry import create_model
+    from adaptext.training.run import train_run
+
+    torch.set_num_threads(2)
+    s = load_named("sst2", str(common.DATA))
+    tok = Tokenizer()
+    vocab = Vocab.build(tok(e.text) for e in s.train)
+    labels = LabelMap.from_examples(s.train)
+
+    def plain(seed):
+        torch.manual_seed(seed)
+        model = create_model("kim_cnn", num_classes=2, vocab_size=len(vocab))
+        opt = torch.optim.Adadelta([p for p in model.parameters() if p.requires_grad], lr=1.0, rho=0.95, eps=1e-6)
+        data = [(torch.tensor(vocab.encode(tok(e.text))), labels.index[e.label]) for e in s.train]
+
+        def collate(b):
+            x = torch.nn.utils.rnn.pad_sequence([t for t, _ in b], batch_first=True)
+            if x.shape[1] < 5:
+                x = torch.nn.functional.pad(x, (0, 5 - x.shape[1]))
+            return x, torch.tensor([len(t) for t, _ in b]), torch.tensor([y for _, y in b])
+        loader = torch.utils.data.DataLoader(data, batch_size=50, shuffle=True, collate_fn=collate)
+
+        class B:  # the model reads batch.text / batch.lengths
+            def __init__(self, x, n):
+                self.text, self.lengths = x, n
+        n, t0 = 0, time.perf_counter()
+        model.train()
+        for _ in range(epochs):
+            for x, lens, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(B(x, lens)), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                model.apply_constraints()
+                n += len(y)
+        return n / (time.perf_counter() - t0)
+
+    def engine(seed):
+        with tempfile.TemporaryDirectory() as tmp:
+            m = train_run({"model": "kim_cnn", "data": "sst2", "epochs": epochs, "patience": epochs, "seed": seed,
+                           "progress": False, "out": str(Path(tmp) / "r"), "threads": 2,
+                           "data_dir": str(common.DATA)}, log=lambda *_: None)
+            return m["info"]["train_examples_per_s"]
+    p = [plain(s) for s in (1, 2, 3)]
+    e = [engine(s) for s in (1, 2, 3)]
+    base = common.stats(p)
+    eng = common.stats(e)
+    return [
+        {"model": "kim_cnn", "variant": "plain PyTorch loop", "dataset": "sst2", "metric": "train_examples_per_s", **base},
+        {"model": "kim_cnn", "variant": "adaptext engine", "dataset": "sst2", "metric": "train_examples_per_s", **eng,
+         "baseline": "plain PyTorch loop", "ratio": round(eng["mean"] / base["mean"], 3)},
+    ]
+
+
+def merge_rows(docs):
+    """Rows of the same (model, variant, dataset, metric) from several runs: values pooled."""
+    groups, machines = {}, set()
+    for d in docs:
+        machines.add(d["machine"])
+        for r in d["rows"]:
+            key = (r["model"], r.get("variant"), r.get("dataset"), r["metric"])
+            if key not in groups:
+                groups[key] = dict(r, values=[], _secs=[])
+            groups[key]["values"] += r.get("values", [r.get("mean")])
+            groups[key]["_secs"].append(r.get("seconds"))
+    rows = []
+    for r in groups.values():
+        secs = [x for x in r.pop("_secs") if x is not None]
+        if "ratio" not in r:
+            r.update(common.stats(r["values"]))
+        if secs:
+            r["seconds"] = round(float(np.mean(secs)), 1)
+        rows.append(r)
+    return rows, machines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0, help="run this one seed only (for parallel runs, then --merge)")
+    ap.add_argument("--datasets", default=",".join(DATASETS))
+    ap.add_argument("--parts", default="rand,non-static,fasttext,throughput")
+    ap.add_argument("--epochs", type=int, default=25)
+    ap.add_argument("--patience", type=int, default=5)
+    ap.add_argument("--accelerator", default="auto")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--merge", nargs="*", help="combine partial result files into kim_table.json")
+    a = ap.parse_args()
+    notes = ("CNN-non-static uses the 50-d GloVe 6B subset in ../shared/data (the paper: 300-d word2vec), OOV words "
+             "uniform(-0.25, 0.25). SST-1/SST-2 train on every distinct labelled phrase of the SST train trees "
+             "(sentences from the trees), dev/test are sentences. MR and SUBJ: stratified 10-fold CV (fixed folds), "
+             "10% of each training part held out as dev. Kim's settings: widths 3,4,5 x 100, dropout 0.5, max-norm 3, "
+             f"Adadelta, batch 50; at most {a.epochs} epochs, early stopping on dev with patience {a.patience}, "
+             "best dev epoch's weights tested. fastText: supervised, wordNgrams 2, 10 epochs, lr 0.5, dim 100, "
+             "same splits (the CNN's dev part unused). Seconds: wall time of all folds of one seed.")
+    if a.merge:
+        rows, machines = merge_rows([json.loads(Path(f).read_text()) for f in a.merge])
+        common.write("kim_table", rows, notes + f" Measured on: {'; '.join(sorted(machines))}, by one process per "
+                     "(variant, dataset, seed), merged with --merge.", a.out)
+        return
+    parts = a.parts.split(",")
+    rows = []
+    for variant in ("rand", "non-static"):
+        if variant not in parts:
+            continue
+        for ds in a.datasets.split(","):
+            accs, secs = [], []
+            for seed in ([a.seed] if a.seed else range(1, a.seeds + 1)):
+                acc, sec = run_cnn(variant, ds, seed, a.epochs, a.patience, a.accelerator)
+                accs.append(acc); secs.append(sec)
+                print(f"kim_cnn {variant} {ds} seed {seed}: {acc:.2f} ({sec:.0f}s)", flush=True)
+            rows.append({"model": "kim_cnn", "variant": variant, "dataset": ds, "split": "test" if ds not in ("mr", "subj")
+                         else "10-fold CV", "metric": "accuracy", **common.stats(accs), "paper": PAPER[variant][ds],
+                         "seconds": round(float(np.mean(secs)), 1)})
+    if "fasttext" in parts:
+        for ds in a.datasets.split(","):
+            accs, secs = zip(*[run_fasttext(ds, seed) for seed in range(1, a.seeds + 1)])
+            print(f"fasttext {ds}: {np.mean(accs):.2f}", flush=True)
+            rows.append({"model": "fasttext", "variant": "bigrams", "dataset": ds, "split": "test" if ds not in ("mr", "subj")
+                         else "10-fold CV", "metric": "accuracy", **common.stats(accs), "seconds": round(float(np.mean(secs)), 1)})
+    if "throughput" in parts:
+        rows += throughput()
+    common.write("kim_table", rows, notes, a.out)
+
+
+if __name__ == "__main__":
+    main()
