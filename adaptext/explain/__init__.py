@@ -1,0 +1,1 @@
+"""Explanations of trained models: attention heatmaps and filter activations."""

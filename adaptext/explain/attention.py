@@ -1,0 +1,133 @@
+"""What an attentive convolution model looked at (Yin & Schütze 2018, Figure 6a).
+
+``plot_attention(model, batch, tokens_text, tokens_context, out_dir)`` takes an already
+built model with an ``explain(batch)`` method (``attconv``) and a one-example batch, and
+writes PNGs (matplotlib, Agg backend, no display needed):
+
+- ``attention.png`` (context-wise with several contexts: ``attention_context<k>.png``):
+  the attention distribution of every word of the text (rows) over the context (columns);
+  each row sums to 1.
+- ``activations.png``: the output of every filter of the attentive convolution along the
+  text (filters x words, tanh range), and under it, for every word, how many filters take
+  their max-pooled value there (the word's share of the sentence representation).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+
+def _ticks(ax, axis: str, tokens: list[str]) -> None:
+    n = len(tokens)
+    step = max(1, int(np.ceil(n / 80)))                 # at most ~80 labels per axis
+    pos = list(range(0, n, step))
+    labels = [tokens[i] for i in pos]
+    fs = 8 if n <= 40 else 6
+    if axis == "x":
+        ax.set_xticks(pos, labels, rotation=70, ha="right", fontsize=fs)
+    else:
+        ax.set_yticks(pos, labels, fontsize=fs)
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    FigureCanvasAgg(fig)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def _heatmap(weights: np.ndarray, rows: list[str], cols: list[str], title: str, path: Path) -> Path:
+    n, m = weights.shape
+    fig = Figure(figsize=(min(3 + 0.28 * m, 30), min(2 + 0.26 * n, 30)))
+    ax = fig.add_subplot(1, 1, 1)
+    im = ax.imshow(weights, cmap="viridis", vmin=0.0, vmax=max(float(weights.max(initial=0.0)), 1e-6),
+                   aspect="auto", interpolation="nearest")
+    _ticks(ax, "x", cols)
+    _ticks(ax, "y", rows)
+    ax.set_xlabel("context")
+    ax.set_ylabel("text")
+    ax.set_title(title, fontsize=10)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02)
+    return _save(fig, path)
+
+
+def _activations(acts: np.ndarray, tokens: list[str], path: Path) -> Path:
+    n, h = acts.shape
+    fig = Figure(figsize=(min(3 + 0.3 * n, 30), 2.5 + min(0.02 * h, 6)))
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    v = max(float(np.abs(acts).max(initial=0.0)), 1e-6)        # symmetric scale, within tanh's (-1, 1)
+    im = top.imshow(acts.T, cmap="RdBu_r", vmin=-v, vmax=v, aspect="auto", interpolation="nearest")
+    top.set_ylabel("filter")
+    top.set_title("attentive convolution: activation of every filter along the text", fontsize=10)
+    fig.colorbar(im, ax=[top, bottom], fraction=0.03, pad=0.01)
+    winners = np.bincount(acts.argmax(0), minlength=n) if n else np.zeros(0)
+    bottom.bar(range(n), winners / max(h, 1), color="tab:orange")
+    bottom.set_ylabel("pooled share")
+    _ticks(bottom, "x", tokens)
+    FigureCanvasAgg(fig)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    return path
+
+
+def _check(name: str, tokens: list[str], length: int) -> list[str]:
+    tokens = [str(t) for t in tokens]
+    if len(tokens) != length:
+        raise ValueError(f"{len(tokens)} tokens given for the {name}, but it has {length} "
+                         f"(pass the tokens the model's tokenizer produced)")
+    return tokens
+
+
+def plot_attention(model, batch, tokens_text, tokens_context, out_dir) -> list[Path]:
+    """Heatmap(s) of the attention of the text over its context and the per-filter
+    activations along the text, for the first example of ``batch``; returns the PNG paths.
+
+    ``tokens_context``: the context's tokens (pair), a list of token lists (several
+    contexts), or None for a single text (its context is itself)."""
+    if not hasattr(model, "explain"):
+        raise ValueError(f"{type(model).__name__} has no attention to explain (use an attconv model)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    was_training = model.training
+    model.eval()
+    try:
+        info = model.explain(batch)
+    finally:
+        model.train(was_training)
+    n = int(batch.lengths[0])
+    text = _check("text", tokens_text, n)
+    attn = info["attention"][0].float().cpu().numpy()
+    nested = bool(tokens_context) and isinstance(tokens_context[0], (list, tuple))
+    paths: list[Path] = []
+    mode = info["mode"]
+    if mode == "text":
+        paths.append(_heatmap(attn[:n, :n], text, text, "intra-context attention (context = the text)",
+                              out / "attention.png"))
+    elif mode == "pair":
+        m = int(batch.pair_lengths[0])
+        ctx = _check("context", tokens_context if tokens_context is not None else [], m)
+        paths.append(_heatmap(attn[:n, :m], text, ctx, "attention of the text over its context",
+                              out / "attention.png"))
+    elif mode == "context-concat":
+        m = int(info["context_lengths"][0])
+        flat = [t for c in tokens_context for t in c] if nested else list(tokens_context or [])
+        ctx = _check("joined contexts", flat, m)
+        paths.append(_heatmap(attn[:n, :m], text, ctx, "attention of the text over its joined contexts",
+                              out / "attention.png"))
+    else:                                                    # context-wise: one map per context
+        lens = batch.context_lengths[0].tolist()
+        given = list(tokens_context) if nested else [list(tokens_context or [])]
+        used = [k for k, m in enumerate(lens) if m > 0]
+        if len(given) != len(used):
+            raise ValueError(f"{len(given)} token lists given for {len(used)} contexts")
+        for k, toks in zip(used, given):
+            m = int(lens[k])
+            ctx = _check(f"context {k + 1}", toks, m)
+            name = "attention.png" if len(used) == 1 else f"attention_context{k + 1}.png"
+            paths.append(_heatmap(attn[k, :n, :m], text, ctx, f"attention of the text over context {k + 1}",
+                                  out / name))
+    acts = info["activations"][0, :n].float().cpu().numpy()
+    paths.append(_activations(acts, text, out / "activations.png"))
+    return paths
