@@ -1,0 +1,310 @@
+"""The other sequence encoders of the lecture, each with a word embedding, a pooling over
+time and the shared classifier head.
+
+- ``qrnn``: Bradbury et al. (2017), "Quasi-Recurrent Neural Networks", Sections 2 and 3.1
+  (sentiment: 4 densely connected layers of 256 units, window 2, dropout 0.3 between layers,
+  L2 4e-6, batches of 24); with a bidirectional option.
+- ``gated_cnn``: Dauphin et al. (2017), "Language Modeling with Gated Convolutional
+  Networks", Section 2: h(X) = (X * W + b) . sigmoid(X * V + c) (Eq. 1), gated linear units
+  stacked in residual blocks. For classification the convolutions see both sides (an option
+  makes them causal as in the language model).
+- ``lightconv`` / ``dynamicconv``: Wu et al. (2019), Sections 3-5, the encoder block of
+  ``adaptext.nn.lightconv`` at a small size (the paper's kernel widths grow with depth).
+- ``dcnn``: Kalchbrenner et al. (2014), "A Convolutional Neural Network for Modelling
+  Sentences", Section 3: wide one-dimensional convolutions applied to each row of the
+  sentence matrix (Eq. 1-2, feature maps summed over the previous layer's maps, Eq. 6),
+  dynamic k-max pooling with k_l = max(k_top, ceil((L - l) / L * s)) (Eq. 5), bias and tanh
+  after the pooling, folding (sum of every two rows) in the last layer, then a fully
+  connected softmax layer. Section 5.1/5.2 setup: d = 48, widths 7 and 5, 6 and 14 feature
+  maps, k_top = 4, dropout on the penultimate layer, Adagrad. ``wide=False`` gives the
+  narrow convolution of the lecture's choice.
+- ``bov``: the bag-of-vectors baseline: the mean of the word vectors, then a small MLP.
+
+Every encoder keeps padding out: inputs are zeroed at padded steps before each
+convolution (so right-padding looks like the convolution's own zero padding), the QRNN
+masks its recurrence, k-max pooling chooses among the valid steps only, and the pooling
+skips padded steps. A text's logits are the same alone and in a padded batch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..nn import ClassifierHead, WordEmbedding, masked_max_pool, masked_mean_pool
+from ..nn.lightconv import LightConvBlock
+from ..nn.qrnn import QRNN
+from ..registry import register_model
+
+
+# ------------------------------------------------------------------ QRNN
+@dataclass
+class QRNNConfig:
+    embed_dim: int = 300
+    hidden: int = 256
+    layers: int = 4
+    window: int = 2
+    bidirectional: bool = False
+    dense: bool = True            # densely connected layers (Section 3.1)
+    dropout: float = 0.3          # between layers
+    zoneout: float = 0.0
+    pooling: str = "max"          # max (masked max over time) | last (final state per direction)
+    head_dropout: float = 0.3
+
+
+@register_model("qrnn", config=QRNNConfig, paper="Bradbury et al. 2017",
+                description="quasi-recurrent network: convolutional gates + fo-pooling (optionally bidirectional)",
+                train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 24, "epochs": 10,
+                                "weight_decay": 4e-6},
+                test_config={"embed_dim": 8, "hidden": 6, "layers": 2, "bidirectional": True})
+class QRNNClassifier(nn.Module):
+    def __init__(self, cfg: QRNNConfig, spec):
+        super().__init__()
+        if cfg.pooling not in ("max", "last"):
+            raise ValueError(f"pooling must be 'max' or 'last', not {cfg.pooling!r}")
+        self.pooling, self.bidirectional, self.hidden = cfg.pooling, cfg.bidirectional, cfg.hidden
+        self.embedding = WordEmbedding(spec, cfg.embed_dim)
+        self.qrnn = QRNN(self.embedding.out_dim, cfg.hidden, cfg.layers, cfg.window, cfg.bidirectional,
+                         cfg.dropout, cfg.zoneout, cfg.dense)
+        self.head = ClassifierHead(self.qrnn.out_dim, spec.num_classes, cfg.head_dropout)
+
+    def forward(self, batch) -> torch.Tensor:
+        mask = batch.mask
+        h = self.qrnn(self.embedding(batch.text), mask)                   # [B, T, H or 2H]
+        if self.pooling == "max":
+            return self.head(masked_max_pool(h, mask))
+        rows = torch.arange(h.shape[0], device=h.device)
+        last = h[rows, (batch.lengths - 1).clamp_min(0), : self.hidden]  # forward: last valid step
+        if self.bidirectional:
+            last = torch.cat([last, h[:, 0, self.hidden:]], dim=-1)        # backward: first step
+        return self.head(last)
+
+
+# ------------------------------------------------------------------ gated CNN
+@dataclass
+class GatedCNNConfig:
+    embed_dim: int = 300
+    channels: int = 256
+    width: int = 5
+    blocks: int = 3               # residual blocks
+    block_layers: int = 2         # GLU convolutions per block
+    causal: bool = False          # True: the language model's convolutions (see only the past)
+    dropout: float = 0.5
+
+
+class GLUConv(nn.Module):
+    """(X * W + b) . sigmoid(X * V + c) over x [B, C, T] (Eq. 1); padded steps zeroed first."""
+
+    def __init__(self, in_dim: int, out_dim: int, width: int, causal: bool):
+        super().__init__()
+        left = width - 1 if causal else (width - 1) // 2
+        self.pads = (left, width - 1 - left)
+        self.conv = nn.Conv1d(in_dim, 2 * out_dim, width)
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        return F.glu(self.conv(F.pad(x * keep, self.pads)), dim=1)
+
+
+@register_model("gated_cnn", config=GatedCNNConfig, paper="Dauphin et al. 2017",
+                description="gated convolutional network: residual blocks of gated linear units, max pool",
+                train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 50, "epochs": 10},
+                test_config={"embed_dim": 8, "channels": 6, "blocks": 2})
+class GatedCNN(nn.Module):
+    def __init__(self, cfg: GatedCNNConfig, spec):
+        super().__init__()
+        self.embedding = WordEmbedding(spec, cfg.embed_dim)
+        self.first = GLUConv(self.embedding.out_dim, cfg.channels, cfg.width, cfg.causal)
+        self.blocks = nn.ModuleList(
+            nn.ModuleList(GLUConv(cfg.channels, cfg.channels, cfg.width, cfg.causal) for _ in range(cfg.block_layers))
+            for _ in range(cfg.blocks))
+        self.head = ClassifierHead(cfg.channels, spec.num_classes, cfg.dropout)
+
+    def forward(self, batch) -> torch.Tensor:
+        mask = batch.mask
+        keep = mask[:, None, :].to(torch.float32)                         # [B, 1, T]
+        x = self.first(self.embedding(batch.text).transpose(1, 2), keep)   # [B, C, T]
+        for block in self.blocks:
+            h = x
+            for layer in block:
+                h = layer(h, keep)
+            x = x + h                                                     # residual block
+        return self.head(masked_max_pool(x.transpose(1, 2), mask))
+
+
+# ------------------------------------------------------------------ LightConv / DynamicConv
+@dataclass
+class LightConvConfig:
+    embed_dim: int = 300
+    dim: int = 256
+    heads: int = 4
+    kernel_sizes: tuple = (3, 7, 15)     # one block per width, growing with depth as in the paper
+    ffn_dim: int = 512
+    dropout: float = 0.1
+    weight_dropout: float = 0.1
+    head_dropout: float = 0.5
+
+
+class _ConvEncoder(nn.Module):
+    dynamic = False
+
+    def __init__(self, cfg: LightConvConfig, spec):
+        super().__init__()
+        self.embedding = WordEmbedding(spec, cfg.embed_dim)
+        self.project = (nn.Linear(self.embedding.out_dim, cfg.dim) if self.embedding.out_dim != cfg.dim
+                        else nn.Identity())
+        self.blocks = nn.ModuleList(LightConvBlock(cfg.dim, k, cfg.heads, self.dynamic, cfg.ffn_dim, cfg.dropout,
+                                                   cfg.weight_dropout) for k in cfg.kernel_sizes)
+        self.head = ClassifierHead(cfg.dim, spec.num_classes, cfg.head_dropout)
+
+    def forward(self, batch) -> torch.Tensor:
+        mask = batch.mask
+        x = self.project(self.embedding(batch.text))                      # [B, T, D]
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.head(masked_max_pool(x, mask))
+
+
+_LIGHT_TEST = {"embed_dim": 8, "dim": 8, "heads": 2, "kernel_sizes": (3, 5), "ffn_dim": 8}
+
+
+@register_model("lightconv", config=LightConvConfig, paper="Wu et al. 2019",
+                description="lightweight convolution encoder: softmax-normalised depthwise kernels shared by heads",
+                train_defaults={"optimizer": "adam", "lr": 5e-4, "batch_size": 50, "epochs": 10},
+                test_config=_LIGHT_TEST)
+class LightConvEncoder(_ConvEncoder):
+    dynamic = False
+
+
+@register_model("dynamicconv", config=LightConvConfig, paper="Wu et al. 2019",
+                description="dynamic convolution encoder: a kernel predicted at every position",
+                train_defaults={"optimizer": "adam", "lr": 5e-4, "batch_size": 50, "epochs": 10},
+                test_config=_LIGHT_TEST)
+class DynamicConvEncoder(_ConvEncoder):
+    dynamic = True
+
+
+# ------------------------------------------------------------------ DCNN
+def dynamic_k(lengths: torch.Tensor, layer: int, num_layers: int, k_top: int) -> torch.Tensor:
+    """Eq. 5: k_l = max(k_top, ceil((L - l) / L * s)) for layer l of L, sentence length s."""
+    if layer >= num_layers:
+        return torch.full_like(lengths, k_top)
+    k = torch.div((num_layers - layer) * lengths + num_layers - 1, num_layers, rounding_mode="floor")
+    return k.clamp_min(k_top)
+
+
+def kmax_pool(x: torch.Tensor, lengths: torch.Tensor, k: torch.Tensor):
+    """k-max pooling: per text b and channel, the k[b] largest values among its first
+    lengths[b] steps, in their original order. x [B, C, T] -> ([B, C, max k], kept [B]);
+    steps past a text's k are 0. k is clamped to [1, length]."""
+    B, C, T = x.shape
+    k = torch.minimum(k, lengths).clamp_min(1)
+    kmax = int(k.max())
+    steps = torch.arange(T, device=x.device)
+    scores = x.masked_fill(~(steps[None, :] < lengths[:, None])[:, None, :], float("-inf"))
+    idx = scores.topk(kmax, dim=-1).indices                            # [B, C, kmax], by value
+    chosen = (torch.arange(kmax, device=x.device)[None, :] < k[:, None])[:, None, :]
+    idx = torch.where(chosen, idx, T).sort(dim=-1).values              # original order; unchosen last
+    out = x.gather(-1, idx.clamp_max(T - 1)) * chosen.to(x.dtype)
+    return out, k
+
+
+class DCNNLayer(nn.Module):
+    """Row-wise wide (or narrow) convolution, optional folding, dynamic k-max pooling, bias,
+    tanh. x [B, rows, maps, T] -> [B, rows (/2 if fold), out_maps, k]."""
+
+    def __init__(self, rows: int, in_maps: int, out_maps: int, width: int, fold: bool, wide: bool = True):
+        super().__init__()
+        if fold and rows % 2:
+            raise ValueError(f"folding needs an even number of rows, not {rows}")
+        self.rows, self.out_maps, self.width, self.fold, self.wide = rows, out_maps, width, fold, wide
+        # groups = rows: each row of the sentence matrix is convolved on its own (Eq. 1);
+        # map j of this layer sums the convolutions of all maps of the previous one (Eq. 6)
+        self.conv = nn.Conv1d(rows * in_maps, rows * out_maps, width, groups=rows, bias=False)
+        self.bias = nn.Parameter(torch.zeros(rows // 2 if fold else rows, out_maps, 1))
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor, k: torch.Tensor):
+        B, R, M, T = x.shape
+        steps = torch.arange(T, device=x.device)
+        x = x * (steps[None, :] < lengths[:, None])[:, None, None, :].to(x.dtype)
+        x = x.reshape(B, R * M, T)
+        if self.wide:
+            x = F.pad(x, (self.width - 1, self.width - 1))
+            lengths = lengths + self.width - 1
+        else:
+            x = F.pad(x, (0, max(0, self.width - T)))
+            lengths = (lengths - self.width + 1).clamp_min(1)
+        c = self.conv(x).view(B, R, self.out_maps, -1)                    # [B, R, M', T']
+        if self.fold:
+            c = c.view(B, R // 2, 2, self.out_maps, -1).sum(2)              # folding: rows 2i + 2i+1
+        Rn = c.shape[1]
+        pooled, k = kmax_pool(c.reshape(B, Rn * self.out_maps, -1), lengths, k)
+        h = torch.tanh(pooled.view(B, Rn, self.out_maps, -1) + self.bias)
+        h = h * (torch.arange(h.shape[-1], device=h.device)[None, :] < k[:, None])[:, None, None, :].to(h.dtype)
+        return h, k
+
+
+@dataclass
+class DCNNConfig:
+    embed_dim: int = 48
+    widths: tuple = (7, 5)
+    maps: tuple = (6, 14)
+    k_top: int = 4
+    wide: bool = True             # False: narrow convolutions (the lecture's option)
+    dropout: float = 0.5
+
+
+@register_model("dcnn", config=DCNNConfig, paper="Kalchbrenner et al. 2014",
+                description="dynamic CNN: wide row-wise convolutions, dynamic k-max pooling, folding",
+                train_defaults={"optimizer": "adagrad", "lr": 0.05, "batch_size": 50, "epochs": 15,
+                                "weight_decay": 1e-4},
+                test_config={"embed_dim": 8, "maps": (2, 3)})
+class DCNN(nn.Module):
+    def __init__(self, cfg: DCNNConfig, spec):
+        super().__init__()
+        if len(cfg.widths) != len(cfg.maps):
+            raise ValueError("widths and maps need one entry per layer")
+        self.k_top, self.num_layers = cfg.k_top, len(cfg.widths)
+        self.min_length = 1 if cfg.wide else cfg.widths[0]
+        self.embedding = WordEmbedding(spec, cfg.embed_dim)
+        rows, in_maps = self.embedding.out_dim, 1
+        self.layers = nn.ModuleList()
+        for i, (w, m) in enumerate(zip(cfg.widths, cfg.maps)):
+            fold = i + 1 == len(cfg.widths)                             # folding in the last layer
+            self.layers.append(DCNNLayer(rows, in_maps, m, w, fold, cfg.wide))
+            rows, in_maps = (rows // 2 if fold else rows), m
+        self.head = ClassifierHead(rows * in_maps * cfg.k_top, spec.num_classes, cfg.dropout)
+
+    def forward(self, batch) -> torch.Tensor:
+        s = batch.lengths
+        x = self.embedding(batch.text).transpose(1, 2)[:, :, None, :]     # [B, d, 1, T]: d rows, 1 map
+        lengths = s
+        for l, layer in enumerate(self.layers, start=1):
+            x, lengths = layer(x, lengths, dynamic_k(s, l, self.num_layers, self.k_top))
+        x = F.pad(x, (0, self.k_top - x.shape[-1]))                      # a text shorter than k_top
+        return self.head(x.flatten(1))                                    # [B, rows * maps * k_top]
+
+
+# ------------------------------------------------------------------ bag of vectors
+@dataclass
+class BOVConfig:
+    embed_dim: int = 300
+    hidden: int = 256
+    dropout: float = 0.5
+
+
+@register_model("bov", config=BOVConfig, paper="bag of vectors baseline",
+                description="mean of the word vectors, then a one-hidden-layer MLP",
+                train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 50, "epochs": 10},
+                test_config={"embed_dim": 8, "hidden": 6})
+class BagOfVectors(nn.Module):
+    def __init__(self, cfg: BOVConfig, spec):
+        super().__init__()
+        self.embedding = WordEmbedding(spec, cfg.embed_dim)
+        self.hidden = nn.Sequential(nn.Linear(self.embedding.out_dim, cfg.hidden), nn.ReLU())
+        self.head = ClassifierHead(cfg.hidden, spec.num_classes, cfg.dropout)
+
+    def forward(self, batch) -> torch.Tensor:
+        x = masked_mean_pool(self.embedding(batch.text), batch.mask)        # [B, E]
+        return self.head(self.hidden(x))
