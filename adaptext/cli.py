@@ -214,8 +214,44 @@ def cmd_datasets(argv) -> int:
     return 0
 
 
+def cmd_explain(argv) -> int:
+    """explain a trained run: attention | filters | tree (PNG plots)"""
+    p = argparse.ArgumentParser(prog="adaptext explain", description="Plots that show what a trained model does.")
+    sub = p.add_subparsers(dest="what", required=True)
+    a = sub.add_parser("attention", help="attention of every word over the context, and filter activations (attconv)")
+    a.add_argument("run_dir")
+    a.add_argument("--text", required=True)
+    a.add_argument("--context", action="append", default=[], help="a context text (repeat for several)")
+    a.add_argument("--out", required=True)
+    args = p.parse_args(argv)
+    from . import load
+    clf = load(args.run_dir)
+    if args.what == "attention":
+        from .explain.attention import plot_attention
+        if not hasattr(clf.model, "explain"):
+            raise DataError(args.run_dir, None, f"{clf.config['model']} has no attention to show (use an attconv run)")
+        if clf.kind == "text":
+            inputs, ctx_tokens = [args.text], None
+        elif not args.context:
+            raise DataError(args.run_dir, None, f"this {clf.kind} model needs --context")
+        elif clf.kind == "pair":
+            inputs, ctx_tokens = [{"text": args.text, "pair": args.context[0]}], _tokens(clf, args.context[0])
+        else:
+            inputs, ctx_tokens = [{"text": args.text, "contexts": args.context}], [_tokens(clf, c) for c in args.context]
+        batch, _ = clf.batch(inputs)
+        paths = plot_attention(clf.model, batch, _tokens(clf, args.text), ctx_tokens, args.out)
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _tokens(clf, text: str) -> list[str]:
+    toks = clf.encoder.tokens(text)
+    return toks[: clf.encoder.max_length] if clf.encoder.max_length else toks
+
+
 COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
-            "datasets": cmd_datasets}
+            "datasets": cmd_datasets, "explain": cmd_explain}
 
 
 def main(argv=None) -> int:
