@@ -250,8 +250,22 @@ def _tokens(clf, text: str) -> list[str]:
     return toks[: clf.encoder.max_length] if clf.encoder.max_length else toks
 
 
+def cmd_serve(argv) -> int:
+    """serve a run over HTTP (FastAPI): /predict, /info, /health"""
+    p = argparse.ArgumentParser(prog="adaptext serve", description="Serve a trained run over HTTP.")
+    p.add_argument("run_dir")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--device", default="cpu")
+    a = p.parse_args(argv)
+    from .serve import serve
+    serve(a.run_dir, a.host, a.port, a.device)
+    return 0
+
+
 COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
-            "datasets": cmd_datasets, "explain": cmd_explain}
+            "datasets": cmd_datasets, "explain": cmd_explain,
+            "serve": cmd_serve}
 
 
 def main(argv=None) -> int:

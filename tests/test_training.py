@@ -158,3 +158,18 @@ def test_ddp_two_cpu_processes(tmp_path):
     single = train_run({"out": str(tmp_path / "single"), "epochs": 1, "filters": 8, "embed_dim": 16, "progress": False})
     assert set(m) == set(single) and set(m["test"]) == set(single["test"])
     assert m["test"]["n"] == 500 and m["info"]["train_examples"] == single["info"]["train_examples"]
+
+
+def test_web_service_predicts_and_rejects_bad_input(demo_run):
+    from fastapi.testclient import TestClient
+    from adaptext.serve import create_app
+    client = TestClient(create_app(demo_run[0]))
+    assert client.get("/health").json() == {"status": "ok"}
+    info = client.get("/info").json()
+    assert info["model"] == "kim_cnn" and len(info["labels"]) == 6
+    r = client.post("/predict", json={"inputs": ["Who wrote Hamlet ?", ""]})
+    assert r.status_code == 200
+    preds = r.json()["predictions"]
+    assert len(preds) == 2 and preds[0] == adaptext.load(demo_run[0]).predict(["Who wrote Hamlet ?"])[0]
+    assert client.post("/predict", json={"inputs": [3]}).status_code == 422
+    assert client.post("/predict", json={"nope": []}).status_code == 422
