@@ -259,6 +259,18 @@ def tree_from_parents(tokens: list[str], parents: list[int]) -> Tree:
             kids[p - 1].append(i)
     if root < 0:
         raise ValueError("no root (no 0 parent pointer)")
+    # children in sentence order, by the first token each one covers (node indices put
+    # token children before phrase children: "boy and playing outdoors ...")
+    first = [i if i < len(tokens) else n for i in range(n)]
+    for tok in range(len(tokens)):
+        j = tok
+        for _ in range(n):                      # bounded: walk() reports cycles
+            if parents[j] == 0:
+                break
+            j = parents[j] - 1
+            first[j] = min(first[j], tok)
+    for k in kids:
+        k.sort(key=first.__getitem__)
     b = _Builder()
     seen = set()
 
