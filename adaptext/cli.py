@@ -158,9 +158,9 @@ def cmd_models(argv) -> int:
     if a.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'model':<16} {'inputs':<22} {'params*':>10}  paper / description")
+    print(f"{'model':<18} {'inputs':<20} {'params*':>10}  paper / description")
     for r in rows:
-        print(f"{r['name']:<16} {r['inputs']:<22} {_human(r['parameters']):>10}  {r['paper']}: {r['description']}")
+        print(f"{r['name']:<18} {r['inputs']:<20} {_human(r['parameters']):>10}  {r['paper']}: {r['description']}")
     print("* parameters at the default (paper) size, 2 classes, word embeddings excluded")
     return 0
 
