@@ -223,10 +223,22 @@ def cmd_explain(argv) -> int:
     a.add_argument("--text", required=True)
     a.add_argument("--context", action="append", default=[], help="a context text (repeat for several)")
     a.add_argument("--out", required=True)
+    t = sub.add_parser("tree", help="a tree coloured by a z_u dimension; node types that most activate z_u (TG models)")
+    t.add_argument("run_dir")
+    src = t.add_mutually_exclusive_group(required=True)
+    src.add_argument("--tree", help="a bracketed tree, e.g. \"(3 (2 a) (3 (3 good) (2 film)))\"")
+    src.add_argument("--text", help="a sentence (drawn over a right-branching tree: no parser is bundled)")
+    t.add_argument("--dim", type=int, default=0, help="z_u dimension that colours the nodes")
+    t.add_argument("--data", help="named dataset or file: also dump the node types that most activate each z_u dimension")
+    t.add_argument("--split", default="dev")
+    t.add_argument("--top", type=int, default=10)
+    t.add_argument("--out", required=True)
     args = p.parse_args(argv)
     from . import load
     clf = load(args.run_dir)
-    if args.what == "attention":
+    if args.what == "tree":
+        paths = _explain_tree(clf, args)
+    elif args.what == "attention":
         from .explain.attention import plot_attention
         if not hasattr(clf.model, "explain"):
             raise DataError(args.run_dir, None, f"{clf.config['model']} has no attention to show (use an attconv run)")
@@ -243,6 +255,34 @@ def cmd_explain(argv) -> int:
     for path in paths:
         print(path)
     return 0
+
+
+def _explain_tree(clf, args) -> list:
+    from .explain.tree import draw_tree, top_node_types
+    if clf.kind not in ("tree", "tree_pair"):
+        raise DataError(args.run_dir, None, f"{clf.config['model']} is not a tree model")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (example,) = clf.as_examples([args.tree or args.text]) if clf.kind == "tree" else \
+        clf.as_examples([{"tree": args.tree or args.text, "pair": args.tree or args.text}])
+    batch = clf.collate(clf.encoder.encode([example], with_labels=False))
+    paths = []
+    if "tg_" in clf.config["model"]:
+        draw_tree(clf.model, batch, example.tree, out / "tree.png", args.dim, label_names=clf.labels.labels)
+        paths.append(out / "tree.png")
+    if args.data:
+        from .data.batching import BatchLoader
+        from .data.datasets import DATASETS, read_split
+        from .data.readers import read_file
+        from .training.run import add_tags
+        ex = read_split(args.data, args.split) if args.data in DATASETS else read_file(args.data)
+        ex = add_tags(clf.config, clf.entry, [ex])[0]
+        items = clf.encoder.encode(ex, with_labels=False)
+        top = top_node_types(clf.model, BatchLoader(items, 64, clf.collate), args.top,
+                             tag_names=clf.encoder.tag_vocab.itos if clf.encoder.tag_vocab else None)
+        (out / "node_types.json").write_text(json.dumps(top, indent=2))
+        paths.append(out / "node_types.json")
+    return paths
 
 
 def _tokens(clf, text: str) -> list[str]:
