@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..data.batching import length_mask
 from ..nn import ClassifierHead, WordEmbedding
+from ..nn.adaptive import ConvFactory
 from ..registry import register_model
 
 
@@ -28,22 +30,29 @@ class KimCNNConfig:
 
 
 class ConvMaxPool(nn.Module):
-    """Parallel convolutions of several widths, ReLU, max over the valid windows."""
+    """Parallel convolutions of several widths, ReLU, max over the valid windows.
 
-    def __init__(self, in_dim: int, widths, filters: int, wide: bool = False):
+    ``factory`` builds the convolutions: static ones by default; adaptive ones (Choi et al.
+    2019) generate the filters of every width from one context vector of the input."""
+
+    def __init__(self, in_dim: int, widths, filters: int, wide: bool = False, factory: ConvFactory | None = None):
         super().__init__()
+        factory = factory or ConvFactory()
         self.widths, self.wide = tuple(widths), wide
-        self.convs = nn.ModuleList(nn.Conv1d(in_dim, filters, h, padding=(h - 1) if wide else 0) for h in self.widths)
+        self.context = factory.context(in_dim)
+        self.convs = nn.ModuleList(factory.conv(in_dim, filters, h, (h - 1) if wide else 0, self.context)
+                                   for h in self.widths)
 
     @property
     def out_dim(self) -> int:
         return sum(c.out_channels for c in self.convs)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        ctx = self.context(x, length_mask(lengths, x.shape[1])) if self.context is not None else None
         x = x.transpose(1, 2)                                      # [B, D, T]
         pooled = []
         for h, conv in zip(self.widths, self.convs):
-            c = torch.relu(conv(x))                                # [B, F, T -/+ h - 1]
+            c = torch.relu(conv(x, context=ctx))                   # [B, F, T -/+ h - 1]
             # windows lying wholly in the padding are masked, so a text's features do not
             # depend on how long the other texts of its batch are; a text shorter than h
             # keeps its one (zero-padded) window
@@ -60,11 +69,11 @@ class ConvMaxPool(nn.Module):
 class KimCNN(nn.Module):
     min_length = 5
 
-    def __init__(self, cfg: KimCNNConfig, spec):
+    def __init__(self, cfg: KimCNNConfig, spec, factory: ConvFactory | None = None):
         super().__init__()
         self.min_length = max(cfg.widths)
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
-        self.features = ConvMaxPool(self.embedding.out_dim, cfg.widths, cfg.filters, cfg.wide)
+        self.features = ConvMaxPool(self.embedding.out_dim, cfg.widths, cfg.filters, cfg.wide, factory)
         self.head = ClassifierHead(self.features.out_dim, spec.num_classes, cfg.dropout, cfg.max_norm)
 
     def forward(self, batch) -> torch.Tensor:

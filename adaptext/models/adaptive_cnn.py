@@ -1,0 +1,99 @@
+"""Choi, Park & Lee (2019), "Adaptive Convolution for Text Classification" (NAACL).
+
+Section 4 turns three baseline CNNs into their adaptive forms by attaching a
+filter-generating network to every convolution block (Algorithm 1); each block generates
+its filters from its own input (adaptext.nn.adaptive):
+
+- ``ac_cnn``: Kim (2014)'s CNN. Its one block has parallel convolutions of widths 3, 4, 5
+  with 100 filters each; one context vector of the word embeddings generates all 300.
+- ``ac_dpcnn``: DPCNN (adaptext.models.dpcnn); each block of two convolutions has its own
+  context vector, of the block's (downsampled) input.
+- ``ac_densecnn``: DenseCNN (adaptext.models.densecnn); each block's context vector reads
+  the concatenation the block convolves.
+
+Options: ``generation`` full (Eq. 5) or hashed (Eqs. 6-7, the default: Table 3 shows it
+costs a few percent of full generation's parameters); ``context`` gru (Eqs. 1-3), or mean /
+attention-only for the "w/o GRU" ablation of Table 4; ``context_dim`` g = 600,
+``pool_size`` b = 20, ``num_importance`` n = 5.
+
+``PAPER_PARAMS`` is Table 3 (parameters without embeddings, in millions) for listing next
+to ``adaptext.registry.count_parameters`` at the paper's sizes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..nn.adaptive import AdaptiveConvFactory
+from ..registry import register_model
+from .densecnn import DenseCNN, DenseCNNConfig
+from .dpcnn import DPCNN, DPCNNConfig
+from .kim_cnn import KimCNN, KimCNNConfig
+
+# Table 3 of Choi et al. (2019): millions of parameters, embeddings excluded
+PAPER_PARAMS = {
+    ("kim_cnn", "-"): 0.4, ("ac_cnn", "hashed"): 2.1, ("ac_cnn", "full"): 217.5,
+    ("dpcnn", "-"): 3.1, ("ac_dpcnn", "hashed"): 7.1, ("ac_dpcnn", "full"): 220.0,
+    ("densecnn", "-"): 2.2, ("ac_densecnn", "hashed"): 11.6, ("ac_densecnn", "full"): 263.2,
+}
+
+_TRAIN = {"optimizer": "adam", "lr": 1e-3, "batch_size": 64, "epochs": 20}
+_TINY = {"context_dim": 8, "pool_size": 4, "num_importance": 2}
+
+
+@dataclass
+class AdaptiveOptions:
+    generation: str = "hashed"    # full (Eq. 5) | hashed (Eqs. 6-7)
+    context: str = "gru"          # gru (Eqs. 1-3) | mean | attention-only (Table 4, w/o GRU)
+    context_dim: int = 600        # g
+    pool_size: int = 20           # b component filters (hashed)
+    num_importance: int = 5       # n importance parameters per filter (hashed)
+
+
+def factory_of(cfg: AdaptiveOptions) -> AdaptiveConvFactory:
+    return AdaptiveConvFactory(cfg.generation, cfg.context, cfg.context_dim, cfg.pool_size, cfg.num_importance)
+
+
+# ---------------------------------------------------------------------------- ac_cnn
+@dataclass
+class ACCNNConfig(KimCNNConfig, AdaptiveOptions):
+    pass
+
+
+@register_model("ac_cnn", config=ACCNNConfig, paper="Choi et al. 2019",
+                description="Kim CNN with adaptive convolution (filters generated from the input; full or hashed)",
+                train_defaults=_TRAIN, test_config={"embed_dim": 16, "filters": 4, **_TINY})
+class ACCNN(KimCNN):
+    """Kim's parallel convolutions with the filters of every width generated from one
+    context vector of the word embeddings."""
+
+    def __init__(self, cfg: ACCNNConfig, spec):
+        super().__init__(cfg, spec, factory_of(cfg))
+
+
+# ---------------------------------------------------------------------------- ac_dpcnn
+@dataclass
+class ACDPCNNConfig(DPCNNConfig, AdaptiveOptions):
+    pass
+
+
+@register_model("ac_dpcnn", config=ACDPCNNConfig, paper="Choi et al. 2019",
+                description="DPCNN with adaptive convolution in every block (full or hashed)",
+                train_defaults=_TRAIN, test_config={"embed_dim": 16, "filters": 8, "depth": 5, **_TINY})
+class ACDPCNN(DPCNN):
+    def __init__(self, cfg: ACDPCNNConfig, spec):
+        super().__init__(cfg, spec, factory_of(cfg))
+
+
+# ---------------------------------------------------------------------------- ac_densecnn
+@dataclass
+class ACDenseCNNConfig(DenseCNNConfig, AdaptiveOptions):
+    pass
+
+
+@register_model("ac_densecnn", config=ACDenseCNNConfig, paper="Choi et al. 2019",
+                description="DenseCNN with adaptive convolution in every block (full or hashed)",
+                train_defaults=_TRAIN,
+                test_config={"embed_dim": 16, "filters": 6, "blocks": 3, "fixed_length": 24, **_TINY})
+class ACDenseCNN(DenseCNN):
+    def __init__(self, cfg: ACDenseCNNConfig, spec):
+        super().__init__(cfg, spec, factory_of(cfg))

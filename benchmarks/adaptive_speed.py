@@ -1,0 +1,270 @@
+"""Training speed of adaptive convolution (Choi et al. 2019) against Kim's CNN and against the
+naive per-sample forms of both generations, in one run.
+
+Examples per second of a full training step (forward, backward, Adam step) on one batch
+shape: batch 128, lengths 50 and 300 (every text full length), at the paper's sizes (300-d
+embeddings, widths 3/4/5 x 100 filters, g = 600, b = 20, n = 5). Rows:
+
+- kim_cnn: static filters.
+- ac_cnn hashed / ac_cnn full: the batched fast paths of adaptext.nn.adaptive.
+- ac_cnn hashed-naive / full-naive: the same models (same weights) with every adaptive
+  convolution replaced by the straightforward form: for each sample of the batch, build its
+  filters one sample at a time (full: W c_b; hashed: sum_j p_ij E_D_j(i)), then one F.conv1d
+  with them. The context vectors (the GRU) are computed batched in both forms: the fast paths
+  are about generation + convolution.
+- ac_cnn hashed-attention-only: hashed generation with the "w/o GRU" context of Table 4,
+  which shows what the bidirectional GRU (g = 600) costs on its own.
+- layer rows (metric layer_examples_per_s): forward + backward of the three adaptive
+  convolutions alone, from a given input and context vector, fast against naive: the fast
+  paths without the GRU that both forms share.
+
+Targets (issue 4): hashed >= 0.5x kim_cnn; each fast path >= 5x its naive form.
+
+    python benchmarks/adaptive_speed.py --out benchmarks/results/adaptive_speed.json
+    python benchmarks/adaptive_speed.py --quick --out /tmp/adaptive_speed.json   # checks it works
+    python benchmarks/adaptive_speed.py --rows kim,hashed,layer-hashed --lengths 50   # a subset
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from adaptext.data.batching import Batch  # noqa: E402
+from adaptext.nn.adaptive import AdaptiveConv1d  # noqa: E402
+from adaptext.registry import create_model  # noqa: E402
+
+PAPER = dict(embed_dim=300, filters=100, vocab=20000, batch=128, lengths=(50, 300), context_dim=600,
+             pool_size=20, num_importance=5, steps=3, repeats=3, naive_steps=1)
+QUICK = dict(embed_dim=32, filters=8, vocab=300, batch=8, lengths=(12, 20), context_dim=16,
+             pool_size=5, num_importance=2, steps=1, repeats=2, naive_steps=1)
+
+
+ROWS = ("kim", "hashed", "full", "hashed-naive", "full-naive", "hashed-attention-only", "layer-hashed",
+        "layer-full")
+
+
+class NaiveAdaptiveConv1d(AdaptiveConv1d):
+    """The per-sample reference: a Python loop over the batch, each sample's filters
+    materialised on their own, then an ordinary convolution."""
+
+    def forward(self, x, mask=None, context=None):
+        if context is None:
+            context = self.context_of(x, mask)
+        C, k = self.in_channels, self.kernel_size
+        ys = []
+        for b in range(x.shape[0]):
+            c = context[b]
+            if self.generation == "full":
+                f = (self.W @ c).view(self.out_channels, C, k)                       # Eq. 5
+            else:
+                p = (self.P @ c).view(self.out_channels, self.num_importance)        # Eq. 6
+                f = (p[:, :, None, None] * self.E[self.hash_index]).sum(1)            # Eq. 7
+            ys.append(F.conv1d(x[b:b + 1], f, self.bias, padding=self.padding))
+        return torch.cat(ys, 0)
+
+
+def make_naive(model):
+    for m in model.modules():
+        if type(m) is AdaptiveConv1d:
+            m.__class__ = NaiveAdaptiveConv1d
+    return model
+
+
+def build(name, variant, S, num_classes):
+    """variant: - | hashed | full | hashed-naive | full-naive | hashed-attention-only"""
+    kw = dict(num_classes=num_classes, vocab_size=S["vocab"], embed_dim=S["embed_dim"], filters=S["filters"])
+    if name == "ac_cnn":
+        kw.update(generation=variant.split("-")[0], context_dim=S["context_dim"], pool_size=S["pool_size"],
+                  num_importance=S["num_importance"])
+        if variant.endswith("attention-only"):
+            kw["context"] = "attention-only"
+    torch.manual_seed(0)
+    model = create_model(name, **kw)
+    return make_naive(model) if variant.endswith("naive") else model
+
+
+def layer_examples_per_s(model, B, T, steps, repeats) -> list[float]:
+    """Forward + backward of the model's three adaptive convolutions alone (widths 3/4/5),
+    from a given input x [B, D, T] and context c [B, g]: the fast path without the GRU."""
+    convs = list(model.features.convs)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(B, convs[0].in_channels, T, generator=g).requires_grad_(True)
+    c = (torch.randn(B, convs[0].context_dim, generator=g) * 0.1).requires_grad_(True)
+
+    def step():
+        model.zero_grad(set_to_none=True)
+        x.grad = c.grad = None
+        sum(conv(x, context=c).square().mean() for conv in convs).backward()
+
+    step()
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        out.append(steps * B / (time.perf_counter() - t0))
+    return out
+
+
+def examples_per_s(model, batch, steps, repeats) -> list[float]:
+    model.train()
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(batch), batch.labels)
+        loss.backward()
+        opt.step()
+
+    step()                                                    # warm-up (allocations, Adam state)
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        out.append(steps * batch.size / (time.perf_counter() - t0))
+    return out
+
+
+def machine(threads) -> str:
+    mem = ""
+    try:
+        kb = int(next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1])
+        mem = f", {kb / 2 ** 20:.0f} GiB"
+    except (OSError, StopIteration, ValueError):
+        pass
+    return (f"{os.cpu_count()} cores{mem}, CPU only ({platform.machine()}, torch {torch.__version__}, "
+            f"{threads} threads)")
+
+
+def commit() -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "adaptext", "benchmarks"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("+uncommitted" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def markdown(result) -> str:
+    lines = [f"# {result['benchmark']}", "", f"`{result['command']}`", "",
+             f"commit {result['commit']}, {result['date']}, {result['machine']}", "",
+             "| length | metric | model | variant | examples/s | baseline | ratio | target |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in result["rows"]:
+        metric = "layer" if r["metric"].startswith("layer") else "train step"
+        lines.append(f"| {r['length']} | {metric} | {r['model']} | {r['variant']} | {r['mean']:.1f} ± {r['std']:.1f} | "
+                     + (f"{r['baseline']} | {r['ratio']:.3f} | {r.get('target', '-')} |" if "ratio" in r
+                        else "- | - | - |"))
+    lines += ["", result["notes"], ""]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, to check the script works")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/adaptive_speed.json"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, help="timed steps per repeat (fast forms)")
+    ap.add_argument("--repeats", type=int, help="timed repeats (each gives one examples/s value)")
+    ap.add_argument("--lengths", help="comma-separated text lengths (default 50,300)")
+    ap.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated subset of {','.join(ROWS)}")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    S = dict(QUICK if args.quick else PAPER)
+    if args.steps:
+        S["steps"] = args.steps
+    if args.repeats:
+        S["repeats"] = args.repeats
+    num_classes = 5
+    rows_wanted = args.rows.split(",")
+    unknown = sorted(set(rows_wanted) - set(ROWS))
+    if unknown:
+        ap.error(f"unknown rows {', '.join(unknown)}; known: {', '.join(ROWS)}")
+    lengths = [int(t) for t in args.lengths.split(",")] if args.lengths else S["lengths"]
+    rows = []
+    for T in lengths:
+        g = torch.Generator().manual_seed(T)
+        B = S["batch"]
+        batch = Batch(index=torch.arange(B), labels=torch.randint(0, num_classes, (B,), generator=g),
+                      text=torch.randint(2, S["vocab"], (B, T), generator=g),
+                      lengths=torch.full((B,), T, dtype=torch.int64))
+        speed = {}
+        for key in ROWS:
+            if key not in rows_wanted:
+                continue
+            layer = key.startswith("layer-")
+            name, variant = ("kim_cnn", "-") if key == "kim" else ("ac_cnn", key.removeprefix("layer-"))
+            forms = [variant, variant + "-naive"] if layer else [variant]
+            for form in forms:
+                model = build(name, form, S, num_classes)
+                naive = form.endswith("naive")
+                steps = S["naive_steps"] if naive else S["steps"]
+                vals = (layer_examples_per_s(model, B, T, steps, S["repeats"]) if layer
+                        else examples_per_s(model, batch, steps, S["repeats"]))
+                del model
+                mean = statistics.fmean(vals)
+                speed[(layer, form)] = mean
+                row = {"model": name, "variant": form, "dataset": "-",
+                       "metric": "layer_examples_per_s" if layer else "train_examples_per_s",
+                       "mean": round(mean, 2), "std": round(statistics.stdev(vals), 2) if len(vals) > 1 else 0.0,
+                       "n": len(vals), "values": [round(v, 2) for v in vals], "batch_size": B, "length": T}
+                base = (layer, form.removesuffix("-naive"))
+                if naive and base in speed:
+                    row.update(baseline=f"ac_cnn {base[1]}" + (" (layer)" if layer else ""),
+                               ratio=round(mean / speed[base], 4), target="<= 0.2 (fast >= 5x naive)")
+                    for r in rows:
+                        if (r["length"], r["metric"], r["variant"]) == (T, row["metric"], base[1]):
+                            r["speedup_over_naive"] = round(speed[base] / mean, 2)
+                elif name == "ac_cnn" and not layer and (False, "-") in speed:
+                    row.update(baseline="kim_cnn", ratio=round(mean / speed[(False, "-")], 4))
+                    if form == "hashed":
+                        row["target"] = ">= 0.5"
+                rows.append(row)
+                print(f"T={T:4d} {row['metric']:22s} {name:8s} {form:22s} {mean:10.1f} ex/s"
+                      + (f"  ratio {row['ratio']:.3f} vs {row['baseline']}" if "ratio" in row else ""), flush=True)
+    cmd = "python benchmarks/adaptive_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    result = {
+        "benchmark": "adaptive_speed",
+        "command": cmd.strip(),
+        "commit": commit(),
+        "date": datetime.date.today().isoformat(),
+        "machine": machine(args.threads),
+        "rows": rows,
+        "notes": ("Training examples/s (forward + backward + Adam step), batch "
+                  f"{S['batch']}, every text full length, {S['embed_dim']}-d random embeddings over a "
+                  f"{S['vocab']}-word vocabulary, widths 3/4/5 x {S['filters']} filters, g = {S['context_dim']}, "
+                  f"b = {S['pool_size']}, n = {S['num_importance']}; {S['repeats']} repeats of {S['steps']} steps "
+                  f"({S['naive_steps']} for the naive forms) after one warm-up step. ac_cnn rows: ratio to kim_cnn "
+                  "measured in the same run. Naive rows: ratio = naive / fast path of the same generation (the "
+                  "fast path's speedup_over_naive is its inverse); the naive form loops over the samples, builds "
+                  "each sample's filters alone and convolves with F.conv1d; both forms compute the GRU context "
+                  "batched. layer_examples_per_s rows: the three adaptive convolutions alone (forward + backward "
+                  "from a given input and context), fast against naive. hashed-attention-only: the w/o-GRU context "
+                  "of Table 4." + (" QUICK RUN: tiny sizes, not a measurement." if args.quick else "")),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown(result))
+    print(f"wrote {out} and {out.with_suffix('.md')}")
+
+
+if __name__ == "__main__":
+    main()
