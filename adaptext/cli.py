@@ -233,10 +233,19 @@ def cmd_explain(argv) -> int:
     t.add_argument("--split", default="dev")
     t.add_argument("--top", type=int, default=10)
     t.add_argument("--out", required=True)
+    f = sub.add_parser("filters", help="t-SNE of the filters an adaptive CNN generates for texts of each class")
+    f.add_argument("run_dir")
+    f.add_argument("--data", help="named dataset or file (default: the run's)")
+    f.add_argument("--split", default="test")
+    f.add_argument("--per-class", type=int, default=40, help="texts per class")
+    f.add_argument("--baseline", help="a static CNN run (kim_cnn) whose filters are drawn beside")
+    f.add_argument("--out", required=True)
     args = p.parse_args(argv)
     from . import load
     clf = load(args.run_dir)
-    if args.what == "tree":
+    if args.what == "filters":
+        paths = _explain_filters(clf, args)
+    elif args.what == "tree":
         paths = _explain_tree(clf, args)
     elif args.what == "attention":
         from .explain.attention import plot_attention
@@ -255,6 +264,31 @@ def cmd_explain(argv) -> int:
     for path in paths:
         print(path)
     return 0
+
+
+def _explain_filters(clf, args) -> list:
+    import random
+    from .data.datasets import DATASETS, read_split
+    from .data.readers import read_file
+    from .explain.filters import generated_filters, plot_filters, static_filters
+    data = args.data or clf.config.get("data") or "trec-demo"
+    ex = read_split(data, args.split, clf.config.get("data_dir")) if data in DATASETS else read_file(data)
+    by_class: dict = {}
+    for e in ex:
+        if e.label in clf.labels.index:
+            by_class.setdefault(e.label, []).append(e)
+    rng = random.Random(0)
+    chosen = [e for lab in clf.labels.labels for e in rng.sample(by_class.get(lab, []), min(args.per_class, len(by_class.get(lab, []))))]
+    items = clf.encoder.encode(chosen)
+    gen = generated_filters(clf.model, clf.collate(items))
+    static = None
+    if args.baseline:
+        from . import load
+        static = static_filters(load(args.baseline).model)
+    classes = [it.label for it in items]
+    path = plot_filters(gen, classes, clf.labels.labels, Path(args.out) / "filters_tsne.png", static,
+                        title=f"{clf.config['model']} ({clf.config.get('generation', '')}) on {data}: generated filters")
+    return [path]
 
 
 def _explain_tree(clf, args) -> list:

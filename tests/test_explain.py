@@ -1,0 +1,60 @@
+"""The explain commands write real plots from trained runs (adaptive filters, attention, trees)."""
+import json
+
+from adaptext.cli import main
+from adaptext.training.run import train_run
+
+from conftest import DATA, needs_data
+
+FAST = {"epochs": 1, "progress": False, "max_length": 40}
+
+
+def _slice(tmp_path, src, name, n, header=False):
+    """The first n lines (after a header) of a real data file, as a small training file."""
+    lines = (DATA / src).read_text(encoding="latin-1").splitlines()
+    keep = lines[: n + 1] if header else lines[:n]
+    p = tmp_path / name
+    p.write_text("\n".join(keep) + "\n", encoding="latin-1")
+    return str(p)
+
+
+def _png(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, path
+
+
+def test_explain_filters_of_an_adaptive_cnn(tmp_path, capsys):
+    data = _slice(tmp_path, "trec/raw/TREC.train", "trec.txt", 600)
+    common = {"data": data, "test": data, "embed_dim": 16, "filters": 10, **FAST}
+    train_run({"model": "ac_cnn", "out": str(tmp_path / "ac"), "context_dim": 16, **common})
+    train_run({"model": "kim_cnn", "out": str(tmp_path / "cnn"), **common})
+    code = main(["explain", "filters", str(tmp_path / "ac"), "--per-class", "6", "--baseline", str(tmp_path / "cnn"),
+                 "--out", str(tmp_path / "x")])
+    assert code == 0
+    _png(tmp_path / "x" / "filters_tsne.png")
+    assert main(["explain", "filters", str(tmp_path / "cnn"), "--out", str(tmp_path / "y")]) == 2   # static model
+    assert "not an adaptive" in capsys.readouterr().err
+
+
+@needs_data
+def test_explain_attention_of_a_pair_model(tmp_path):
+    data = _slice(tmp_path, "sick/SICK_train.txt", "SICK_small.txt", 300, header=True)
+    train_run({"model": "attconv", "data": data, "test": data, "out": str(tmp_path / "att"), "embed_dim": 16,
+               "hidden": 16, **FAST})
+    code = main(["explain", "attention", str(tmp_path / "att"), "--text", "A man is playing a guitar",
+                 "--context", "A person plays an instrument", "--out", str(tmp_path / "x")])
+    assert code == 0
+    _png(tmp_path / "x" / "attention.png")
+    _png(tmp_path / "x" / "activations.png")
+
+
+@needs_data
+def test_explain_tree_of_a_tag_guided_model(tmp_path):
+    data = _slice(tmp_path, "sst_ptb/dev.txt", "trees.txt", 200)
+    train_run({"model": "tg_htreelstm", "data": data, "test": data, "out": str(tmp_path / "tg"), "hidden": 16, **FAST})
+    code = main(["explain", "tree", str(tmp_path / "tg"), "--tree", "(3 (2 a) (3 (3 (3 lovely) (2 film)) (2 .)))",
+                 "--data", data, "--top", "3", "--out", str(tmp_path / "x")])
+    assert code == 0
+    _png(tmp_path / "x" / "tree.png")
+    top = json.loads((tmp_path / "x" / "node_types.json").read_text())
+    assert len(top) >= 1 and all(len(v) <= 3 for v in top.values())
