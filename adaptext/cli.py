@@ -151,17 +151,27 @@ def cmd_models(argv) -> int:
     rows = []
     for name in list_models():
         e = get_entry(name)
-        with torch.device("meta"):
-            m = create_model(name, num_classes=2, vocab_size=1000, kind=e.inputs[0], tag_vocab_size=50)
-        rows.append({"name": name, "inputs": ",".join(e.inputs), "tokenizer": e.tokenizer,
-                     "parameters": count_parameters(m), "paper": e.paper, "description": e.description})
+        variants = [(e.defaults.get("generation", "-"), {})]
+        if "generation" in e.defaults:            # adaptive models: both filter generations
+            variants.append(("full" if variants[0][0] != "full" else "hashed",
+                             {"generation": "full" if variants[0][0] != "full" else "hashed"}))
+        paper = getattr(e.cls, "paper_params", {})
+        for variant, opts in variants:
+            with torch.device("meta"):             # counts without allocating 200M-parameter models
+                m = create_model(name, num_classes=2, vocab_size=1000, kind=e.inputs[0], tag_vocab_size=50, **opts)
+            rows.append({"name": name if variant == "-" else f"{name} ({variant})", "inputs": ",".join(e.inputs),
+                         "tokenizer": e.tokenizer, "parameters": count_parameters(m),
+                         "paper_parameters": paper[variant] * 1e6 if variant in paper else None,
+                         "paper": e.paper, "description": e.description})
     if a.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'model':<18} {'inputs':<20} {'params*':>10}  paper / description")
+    print(f"{'model':<22} {'inputs':<20} {'params*':>9} {'paper*':>8}  paper: description")
     for r in rows:
-        print(f"{r['name']:<18} {r['inputs']:<20} {_human(r['parameters']):>10}  {r['paper']}: {r['description']}")
-    print("* parameters at the default (paper) size, 2 classes, word embeddings excluded")
+        pp = _human(r["paper_parameters"]) if r["paper_parameters"] else ""
+        print(f"{r['name']:<22} {r['inputs']:<20} {_human(r['parameters']):>9} {pp:>8}  {r['paper']}: {r['description']}")
+    print("* parameters at the default (paper) size, 2 classes, word embeddings excluded; "
+          "paper: the count the paper reports (Choi et al. 2019, Table 3)")
     return 0
 
 

@@ -97,3 +97,9 @@ class ACDenseCNNConfig(DenseCNNConfig, AdaptiveOptions):
 class ACDenseCNN(DenseCNN):
     def __init__(self, cfg: ACDenseCNNConfig, spec):
         super().__init__(cfg, spec, factory_of(cfg))
+
+
+# Table 3 beside our counts in `adaptext models`
+for _cls, _name in ((KimCNN, "kim_cnn"), (DPCNN, "dpcnn"), (DenseCNN, "densecnn"), (ACCNN, "ac_cnn"),
+                    (ACDPCNN, "ac_dpcnn"), (ACDenseCNN, "ac_densecnn")):
+    _cls.paper_params = {v: m for (n, v), m in PAPER_PARAMS.items() if n == _name}
