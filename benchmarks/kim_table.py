@@ -143,7 +143,7 @@ def merge_rows(docs):
         for r in d["rows"]:
             key = (r["model"], r.get("variant"), r.get("dataset"), r["metric"])
             if key not in groups:
-                groups[key] = dict(r, values=[], _secs=[])
+                groups[key] = dict(r, values=[], _secs=[], machine=d["machine"])
             groups[key]["values"] += r.get("values", [r.get("mean")])
             groups[key]["_secs"].append(r.get("seconds"))
     rows = []

@@ -154,25 +154,19 @@ class AttentionNoConv(nn.Module):
 
 # ---------------------------------------------------------------- attentive pooling
 @dataclass
-class AttentivePoolingConfig:
-    embed_dim: int = 300
-    hidden: int = 300
-    width: int = 3
-    dropout: float = 0.0
+class AttentivePoolingConfig(SiameseCNNConfig):
+    pass
 
 
 @register_model("attentive_pooling", config=AttentivePoolingConfig, inputs=("pair", "contexts"),
                 paper="dos Santos et al. 2016; Yin et al. 2016 (baseline in Yin & Schütze 2018)",
                 description="attentive pooling (APCNN / ABCNN): cross-text matching weights the mean pooling",
                 train_defaults=TRAIN, test_config=TINY)
-class AttentivePooling(nn.Module):
+class AttentivePooling(SiameseCNN):
+    """The Siamese CNN's shared convolution, pooled with weights from cross-text matching."""
+
     def __init__(self, cfg: AttentivePoolingConfig, spec):
-        super().__init__()
-        if cfg.width % 2 != 1:
-            raise ValueError(f"filter width must be odd, not {cfg.width}")
-        self.kind = spec.kind
-        self.embedding = WordEmbedding(spec, cfg.embed_dim)
-        self.conv = nn.Conv1d(self.embedding.out_dim, cfg.hidden, cfg.width, padding=cfg.width // 2)
+        super().__init__(cfg, spec)
         self.U = nn.Parameter(torch.empty(cfg.hidden, cfg.hidden))
         nn.init.xavier_uniform_(self.U)
         self.head = ClassifierHead(3 * cfg.hidden, spec.num_classes, cfg.dropout)
