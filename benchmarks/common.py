@@ -80,3 +80,102 @@ def _fmt(v):
     if isinstance(v, float):
         return f"{v:.2f}"
     return str(v)
+
+
+# ---------------------------------------------------------------------------- accuracy tables
+def train_cell(opts: dict) -> dict:
+    """Train one (model, options, dataset, seed) run in a temporary directory; its metrics."""
+    import tempfile
+    from adaptext.training.run import train_run
+    with tempfile.TemporaryDirectory() as tmp:
+        return train_run({"progress": False, "data_dir": str(DATA), **opts, "out": str(Path(tmp) / "run")},
+                         log=lambda *_: None)
+
+
+def merge_docs(docs: list[dict]) -> list[dict]:
+    """Rows of the same (model, variant, dataset, metric) from several runs, values pooled
+    (parallel single-seed runs merged into one table); each row keeps its machine."""
+    groups: dict = {}
+    for d in docs:
+        for r in d["rows"]:
+            key = (r["model"], r.get("variant"), r.get("dataset"), r["metric"])
+            g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=d["machine"]))
+            g["values"] += r.get("values", [r.get("mean")])
+            g["_secs"].append(r.get("seconds"))
+    rows = []
+    for r in groups.values():
+        secs = [x for x in r.pop("_secs") if x is not None]
+        if "ratio" not in r:
+            r.update(stats(r["values"]))
+            r["min"], r["max"] = min(r["values"]), max(r["values"])
+        if secs:
+            r["seconds"] = round(float(np.mean(secs)), 1)
+        rows.append(r)
+    return rows
+
+
+def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy",), paper: dict | None = None,
+               notes: str = "", default_epochs: int = 20) -> None:
+    """The command line of an accuracy table: every cell (``{"model", "label", **model options}``,
+    optionally ``"datasets": (...)`` to restrict it) on every dataset (name -> data options), ``--seeds`` seeds, mean / std / min / max of each metric
+    on the test split (or over CV folds). ``--seed S --models a,b --datasets x`` run a slice (for
+    parallel runs), ``--merge files`` pools slices, ``--quick`` checks the script in a minute."""
+    import argparse
+    ap = argparse.ArgumentParser(description=f"{name}: see the module docstring")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--models", default="", help="comma-separated cell names (model or model:variant)")
+    ap.add_argument("--datasets", default=",".join(datasets))
+    ap.add_argument("--epochs", type=int, default=default_epochs)
+    ap.add_argument("--patience", type=int, default=4)
+    ap.add_argument("--accelerator", default="auto")
+    ap.add_argument("--quick", action="store_true", help="1 seed, 1 epoch, at most 2 cells: checks the script runs")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--merge", nargs="*")
+    a = ap.parse_args()
+    paper = paper or {}
+    if a.merge:
+        import json as _json
+        write(name, merge_docs([_json.loads(Path(f).read_text()) for f in a.merge]), notes + " (merged slices)", a.out)
+        return
+    wanted = set(filter(None, a.models.split(",")))
+    chosen = [c for c in cells if not wanted or c["model"] in wanted or f"{c['model']}:{c['label']}" in wanted]
+    seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
+    epochs = a.epochs
+    if a.quick:
+        chosen, seeds, epochs = chosen[:2], [1], 1
+    rows, skipped = [], []
+    from adaptext.data.datasets import split_status
+    for ds in a.datasets.split(","):
+        dopts = datasets[ds]
+        status = split_status(dopts["data"], str(DATA)) if "/" not in dopts["data"] else {}
+        if status and (status.get("train") is None):
+            skipped.append(f"{ds}: its training split is not in {DATA}")
+            continue
+        for cell in chosen:
+            if ds not in cell.get("datasets", (ds,)):
+                continue
+            opts = {k: v for k, v in cell.items() if k not in ("label", "datasets")}
+            vals: dict = {m: [] for m in metrics}
+            secs = []
+            for seed in seeds:
+                m = train_cell({**opts, **dopts, "seed": seed, "epochs": epochs, "patience": a.patience,
+                                "accelerator": a.accelerator})
+                for k in metrics:
+                    vals[k].append(m["test"][k])
+                secs.append(m["info"]["train_seconds"])
+                print(f"{cell['model']} {cell['label']} {ds} seed {seed}: "
+                      + " ".join(f"{k} {m['test'][k]:.2f}" for k in metrics), flush=True)
+            for k in metrics:
+                row = {"model": cell["model"], "variant": cell["label"], "dataset": ds,
+                       "split": "10-fold CV" if dopts.get("cv") else "test", "metric": k, **stats(vals[k]),
+                       "min": round(min(vals[k]), 2), "max": round(max(vals[k]), 2),
+                       "seconds": round(float(np.mean(secs)), 1)}
+                p = paper.get((cell["model"], cell["label"], ds, k))
+                if p is not None:
+                    row["paper"] = p
+                rows.append(row)
+    extra = (" Skipped: " + "; ".join(skipped) + ".") if skipped else ""
+    quick = " --quick: a smoke run (1 seed, 1 epoch), not a measurement." if a.quick else ""
+    write(name, rows, f"{notes} At most {epochs} epochs, early stopping on dev (patience {a.patience}), best dev "
+          f"epoch's weights tested.{extra}{quick}", a.out)

@@ -1,0 +1,39 @@
+"""Choi et al. (2019) Table 2: kim_cnn, DPCNN and DenseCNN against their hashed adaptive forms
+(and ac_cnn with full generation) on SST-1, SST-2, TREC, SUBJ (10-fold CV) and AG News (when
+its training split is under the data root); the Table 4 ablation (with / without the GRU
+context) with --ablation.
+
+    python benchmarks/adaptive_table.py --seeds 3
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import GLOVE, table_main  # noqa: E402
+
+EMB = {"embeddings": str(GLOVE), "embedding_mode": "non-static", "oov_init": "normal", "oov_scale": 0.6,
+       "min_freq": 6}
+CELLS = [
+    {"model": "kim_cnn", "label": "-", **EMB},
+    {"model": "ac_cnn", "label": "hashed", "generation": "hashed", **EMB},
+    {"model": "ac_cnn", "label": "full", "generation": "full", **EMB},
+    {"model": "dpcnn", "label": "-", **EMB},
+    {"model": "ac_dpcnn", "label": "hashed", "generation": "hashed", **EMB},
+    {"model": "densecnn", "label": "-", **EMB},
+    {"model": "ac_densecnn", "label": "hashed", "generation": "hashed", **EMB},
+]
+ABLATION = [
+    {"model": "ac_cnn", "label": "hashed, GRU context", "generation": "hashed", "context": "gru", **EMB},
+    {"model": "ac_cnn", "label": "hashed, w/o GRU", "generation": "hashed", "context": "attention-only", **EMB},
+]
+DATASETS = {"sst1": {"data": "sst1"}, "sst2": {"data": "sst2"}, "trec": {"data": "trec"},
+            "subj": {"data": "subj", "cv": 10}, "ag_news": {"data": "ag_news"}}
+
+if __name__ == "__main__":
+    ablation = "--ablation" in sys.argv
+    if ablation:
+        sys.argv.remove("--ablation")
+    table_main("adaptive_ablation" if ablation else "adaptive_table", ABLATION if ablation else CELLS, DATASETS,
+               ("accuracy",), None,
+               "Words seen fewer than 6 times dropped, 50-d GloVe subset (the paper: 300-d word2vec), OOV vectors "
+               "normal(0, 0.6) as in the paper; each model's registry training defaults.")
