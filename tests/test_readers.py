@@ -94,9 +94,10 @@ def test_nli_jsonl_skips_no_consensus(tmp_path):
     rows = [{"sentence1": "A man sleeps.", "sentence2": "A person rests.", "gold_label": "entailment"},
             {"sentence1": "A dog.", "sentence2": "A cat.", "gold_label": "-"}]
     p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    ex = R.read_nli_jsonl(p)
+    bad = BadLines()
+    ex = R.read_nli_jsonl(p, bad)
     assert len(ex) == 1 and ex[0].text == "A person rests." and ex[0].pair == "A man sleeps."
-    assert R.read_jsonl.last_skipped == 1
+    assert bad.filtered == {"label '-'": 1} and bad.count == 0
 
 
 def test_jsonl_contexts_and_generic_table(tmp_path):

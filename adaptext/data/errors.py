@@ -19,12 +19,16 @@ class BadLines:
             raise ValueError(f"on_bad_line must be 'error' or 'skip', not {policy!r}")
         self.policy = policy
         self.skipped: list[str] = []
+        self.filtered: dict[str, int] = {}     # lines left out by design (e.g. SNLI's gold label '-')
 
     def __call__(self, path, line: int | None, problem: str) -> None:
         err = DataError(path, line, problem)
         if self.policy == "error":
             raise err
         self.skipped.append(str(err))
+
+    def filter(self, reason: str) -> None:
+        self.filtered[reason] = self.filtered.get(reason, 0) + 1
 
     @property
     def count(self) -> int:

@@ -279,9 +279,10 @@ def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_
                contexts_col=None, label_col="label", skip_labels=("-",), label_sep=None, unlabelled=False):
     """One JSON object per line. Pairs with ``pair_col``; a text with a list of contexts with
     ``contexts_col``; a JSON list (or ``label_sep``-joined string) as label gives multi-label.
-    Examples whose label is in ``skip_labels`` (SNLI's ``-``) are skipped and counted."""
+    Examples whose label is in ``skip_labels`` (SNLI's ``-``) are left out and counted in
+    ``bad.filtered``."""
     bad = bad or BadLines()
-    out, skipped = [], 0
+    out = []
     for i, line in iter_lines(path, encoding):
         if not line.strip():
             continue
@@ -306,7 +307,7 @@ def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_
                 continue
             raw = obj[label_col]
             if isinstance(raw, str) and raw in skip_labels:
-                skipped += 1
+                bad.filter(f"label {raw!r}")
                 continue
             if isinstance(raw, str) and label_sep:
                 raw = [p for p in raw.split(label_sep) if p.strip()]
@@ -331,7 +332,6 @@ def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_
             out.append(PairExample(txt, p, label, where))
         else:
             out.append(TextExample(txt, label, where))
-    read_jsonl.last_skipped = skipped
     return out
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from lightning.pytorch.callbacks import Callback
 
 from ..data.batching import BatchLoader, Collator, Encoder
 from ..data.datasets import holdout, load_files, load_named
@@ -70,7 +71,7 @@ def tag_vocab_of(examples):
 
 # ----------------------------------------------------------------------- one run
 def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool, bad_count: int = 0,
-            resume: bool = False, log=print) -> dict:
+            resume: bool = False, log=print, filtered: dict | None = None) -> dict:
     import lightning as L
     from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
@@ -167,6 +168,7 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
         count_parameters(model, exclude_embeddings=False), "train_examples": len(train_items),
         "dev_examples": len(dev_items), "test_examples": len(test_items) if test_items else 0,
         "vocab_size": len(vocab), "bad_lines_skipped": bad_count + bad.count, "truncated_texts": encoder.truncated,
+        "left_out_by_design": filtered or None,
         "embedding_coverage": coverage.ratio if coverage else None, "epochs_run": trainer.current_epoch,
         "best_epoch": _best_epoch(module.epoch_rows, module.monitor), "train_seconds": round(train_seconds, 2),
         "train_examples_per_s": _mean([r["examples_per_s"] for r in module.epoch_rows]),
@@ -187,17 +189,16 @@ def quiet_engine() -> None:
     warnings.filterwarnings("ignore", message=".*exists and is not empty.*")  # resuming into the run's own folder
 
 
-class StepCheckpoint:
-    """Checkpoint every N training steps inside an epoch (a killed run loses at most N steps)."""
+class StepCheckpoint(Callback):
+    """Checkpoint every N training steps inside an epoch (a killed run loses at most N steps);
+    the end of an epoch is checkpointed by ModelCheckpoint."""
 
-    def __new__(cls, path, every):
-        from lightning.pytorch.callbacks import Callback
+    def __init__(self, path, every: int):
+        self.path, self.every = str(path), every
 
-        class _Step(Callback):
-            def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-                if (batch_idx + 1) % every == 0 and batch_idx + 1 < trainer.num_training_batches:
-                    trainer.save_checkpoint(str(path))
-        return _Step()
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        if (batch_idx + 1) % self.every == 0 and batch_idx + 1 < trainer.num_training_batches:
+            trainer.save_checkpoint(self.path)
 
 
 def _mean(xs):
@@ -293,7 +294,7 @@ def train_run(options: dict, file_options: dict | None = None, log=print) -> dic
     if splits.folds:
         return cross_validate(cfg, splits, out, bool(resume), log)
     return fit_one(cfg, splits.train, splits.dev, splits.test, out, splits.kind, splits.multilabel,
-                   splits.bad.count, bool(resume), log)
+                   splits.bad.count, bool(resume), log, splits.bad.filtered)
 
 
 def _is_rank_zero() -> bool:
