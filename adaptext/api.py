@@ -39,7 +39,7 @@ class Classifier:
         vocab = Vocab(voc["tokens"])
         tag_vocab = Vocab(voc["tags"]) if voc.get("tags") else None
         entry = get_entry(cfg["model"])
-        kind = cfg.get("_kind") or read_json(run / "metrics.json").get("info", {}).get("kind") or entry.inputs[0]
+        kind = read_json(run / "metrics.json").get("info", {}).get("kind", entry.inputs[0])
         placeholder = torch.zeros(len(vocab), voc["embedding_dim"]) if voc.get("embedding_dim") else None
         model = create_model(cfg["model"], num_classes=len(labels), vocab_size=len(vocab), kind=kind,
                              multilabel=labels.multilabel, tag_vocab_size=len(tag_vocab) if tag_vocab else 0,
