@@ -23,8 +23,8 @@ CELLS = [
     {"model": "ac_densecnn", "label": "hashed", "generation": "hashed", **EMB},
 ]
 ABLATION = [
-    {"model": "ac_cnn", "label": "hashed, GRU context", "generation": "hashed", "context": "gru", **EMB},
-    {"model": "ac_cnn", "label": "hashed, w/o GRU", "generation": "hashed", "context": "attention-only", **EMB},
+    {"model": "ac_cnn", "label": "hashed (GRU context)", "generation": "hashed", "context": "gru", **EMB},
+    {"model": "ac_cnn", "label": "hashed (w/o GRU)", "generation": "hashed", "context": "attention-only", **EMB},
 ]
 DATASETS = {"sst1": {"data": "sst1"}, "sst2": {"data": "sst2"}, "trec": {"data": "trec"},
             "subj": {"data": "subj", "cv": 10}, "ag_news": {"data": "ag_news"}}

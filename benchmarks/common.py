@@ -83,13 +83,22 @@ def _fmt(v):
 
 
 # ---------------------------------------------------------------------------- accuracy tables
-def train_cell(opts: dict) -> dict:
-    """Train one (model, options, dataset, seed) run in a temporary directory; its metrics."""
+def train_cell(opts: dict, keep: Path | None = None) -> dict:
+    """Train one (model, options, dataset, seed) run; its metrics. The run directory is ``keep``
+    when given (for scripts that read its predictions later), else a temporary one."""
     import tempfile
     from adaptext.training.run import train_run
+    if keep is not None:
+        return train_run({"progress": False, "data_dir": str(DATA), **opts, "out": str(keep)}, log=lambda *_: None)
     with tempfile.TemporaryDirectory() as tmp:
         return train_run({"progress": False, "data_dir": str(DATA), **opts, "out": str(Path(tmp) / "run")},
                          log=lambda *_: None)
+
+
+def run_name(model: str, label: str, dataset: str, seed: int) -> str:
+    """The directory name of a kept run: ``attconv-light-imdb-seed1``."""
+    slug = "".join(ch if ch.isalnum() else "_" for ch in label).strip("_") or "default"
+    return f"{model}-{slug}-{dataset}-seed{seed}"
 
 
 def merge_docs(docs: list[dict]) -> list[dict]:
@@ -132,6 +141,7 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     ap.add_argument("--quick", action="store_true", help="1 seed, 1 epoch, at most 2 cells: checks the script runs")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*")
+    ap.add_argument("--keep", default=None, help="keep every run directory under this folder")
     a = ap.parse_args()
     paper = paper or {}
     if a.merge:
@@ -159,8 +169,9 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
             vals: dict = {m: [] for m in metrics}
             secs = []
             for seed in seeds:
+                keep = Path(a.keep) / run_name(cell["model"], cell["label"], ds, seed) if a.keep else None
                 m = train_cell({**opts, **dopts, "seed": seed, "epochs": epochs, "patience": a.patience,
-                                "accelerator": a.accelerator})
+                                "accelerator": a.accelerator}, keep)
                 for k in metrics:
                     vals[k].append(m["test"][k])
                 secs.append(m["info"]["train_seconds"])

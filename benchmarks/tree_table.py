@@ -19,7 +19,9 @@ CELLS = [
     {"model": "tg_htreelstm", "label": "concat", "fusion": "concat", **EMB},
     {"model": "tg_htreelstm", "label": "multi", "fusion": "multi", **EMB},
 ]
-DATASETS = {"sst1": {"data": "sst1-trees"}, "sst2": {"data": "sst2-trees"}, "sick": {"data": "sick-trees"}}
+# SICK: dropout 0.2 (0.5, the SST setting, underfits the 4,500 pairs: 62% dev after 6 epochs
+# against 77% with 0.2, treelstm, dev split only)
+DATASETS = {"sst1": {"data": "sst1-trees"}, "sst2": {"data": "sst2-trees"}, "sick": {"data": "sick-trees", "dropout": 0.2}}
 # published figures we can vouch for: Tai et al. 2015 (constituency Tree-LSTM, 300-d GloVe),
 # Socher et al. 2013 (RecNN)
 PAPER = {("treelstm", "-", "sst1", "accuracy"): 51.0, ("treelstm", "-", "sst2", "accuracy"): 88.0,
@@ -29,4 +31,4 @@ if __name__ == "__main__":
     table_main("tree_table", CELLS, DATASETS, ("accuracy",), PAPER,
                "Trees: SST PTB trees (every node labelled; SST-2 leaves neutral nodes unlabelled) and the SICK "
                "Stanford-parser trees; POS tags from NLTK, phrase tags from the shipped labeller; 50-d GloVe subset, "
-               "fine-tuned (the papers: 300-d GloVe).", default_epochs=15)
+               "fine-tuned (the papers: 300-d GloVe). Dropout 0.5 on SST (the paper's), 0.2 on SICK (chosen on SICK dev).", default_epochs=15)

@@ -121,3 +121,16 @@ def test_metrics_single_and_multi_label():
     probs = np.array([[0.9, 0.4, 0.1], [0.2, 0.3, 0.8]])
     th = M.tune_threshold(probs, t)
     assert M.multi_label(t, M.decide(probs, True, th), ["x", "y", "z"])["micro_f1"] == 100.0
+
+
+def test_accuracy_by_length_deciles():
+    lengths = np.arange(1, 101)                     # 100 texts of lengths 1..100
+    correct = lengths > 50                          # the long half right, the short half wrong
+    bins = M.by_length(lengths, correct)
+    assert [b["n"] for b in bins] == [10] * 10
+    assert [b["accuracy"] for b in bins] == [0.0] * 5 + [100.0] * 5
+    assert bins[0]["min_len"] == 1 and bins[-1]["max_len"] == 100
+    tied = M.by_length([5] * 30 + [9] * 10, [1] * 40, bins=4)   # ties stay in one bucket
+    assert sum(b["n"] for b in tied) == 40 and all(b["min_len"] == b["max_len"] for b in tied)
+    with pytest.raises(ValueError):
+        M.by_length([1, 2], [1])

@@ -88,7 +88,9 @@ class TreeModel(nn.Module):
                                    head_gate=cfg.head_gate, recurrent_dropout=cfg.recurrent_dropout, **kw)
         H = cfg.hidden
         if self.pair:
-            self.mlp = nn.Sequential(Dropout(cfg.dropout), nn.Linear(2 * H, cfg.pair_hidden), nn.ReLU(), Dropout(cfg.dropout),
+            # no dropout on the comparison features: masks drawn independently for the two
+            # trees make |h_s - h_t| noise (SICK train accuracy stalls near 60% with it)
+            self.mlp = nn.Sequential(nn.Linear(2 * H, cfg.pair_hidden), nn.ReLU(), Dropout(cfg.dropout),
                                      nn.Linear(cfg.pair_hidden, spec.num_classes))
         else:
             self.head = nn.Sequential(Dropout(cfg.dropout), ClassifierHead(H, spec.num_classes, 0.0))

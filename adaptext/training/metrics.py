@@ -87,3 +87,22 @@ def compute(probs: np.ndarray, y_true: np.ndarray, labels: list[str], multilabel
     if multilabel:
         return multi_label(y_true, pred, labels)
     return single_label(y_true, pred, labels)
+
+
+def by_length(lengths, correct, bins: int = 10) -> list[dict]:
+    """Accuracy per length quantile bucket (deciles by default), as in Yin & Schütze's Figure 5:
+    ``[{"bin": 1, "min_len": .., "max_len": .., "n": .., "accuracy": ..}, ...]``. Bucket edges are
+    quantiles of ``lengths``; equal lengths never straddle two buckets."""
+    lengths = np.asarray(lengths)
+    correct = np.asarray(correct, dtype=float)
+    if len(lengths) != len(correct):
+        raise ValueError(f"{len(lengths)} lengths but {len(correct)} outcomes")
+    edges = np.unique(np.quantile(lengths, np.linspace(0, 1, bins + 1)))
+    which = np.clip(np.searchsorted(edges, lengths, side="right") - 1, 0, len(edges) - 2)
+    out = []
+    for b in range(len(edges) - 1):
+        sel = which == b
+        if sel.any():
+            out.append({"bin": b + 1, "min_len": int(lengths[sel].min()), "max_len": int(lengths[sel].max()),
+                        "n": int(sel.sum()), "accuracy": 100.0 * float(correct[sel].mean())})
+    return out

@@ -1,0 +1,91 @@
+"""Yin & Schütze (2018) Figure 5: test accuracy by text-length decile on IMDB (standing in for
+their Yelp set) for light and advanced ATTCONV and kim_cnn. Reads the runs that
+``attconv_table.py --datasets imdb --keep DIR`` kept, predicts the test split with each, and
+writes benchmarks/results/attconv_length.{json,md,png} (``--dataset sst2``: attconv_length_sst2.*).
+
+    python benchmarks/attconv_table.py --datasets imdb --keep runs/attconv-imdb
+    python benchmarks/attconv_length.py runs/attconv-imdb
+"""
+import argparse
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DATA, RESULTS, write  # noqa: E402
+
+from adaptext.api import Classifier  # noqa: E402
+from adaptext.data.datasets import read_split  # noqa: E402
+from adaptext.training.metrics import by_length  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", help="folder of kept runs (<model>-<variant>-imdb-seed<N>)")
+    ap.add_argument("--dataset", default="imdb")
+    ap.add_argument("--bins", type=int, default=10)
+    a = ap.parse_args()
+    test = read_split(a.dataset, "test", str(DATA))
+    runs = sorted(p for p in Path(a.runs).iterdir() if re.search(rf"-{a.dataset}-seed\d+$", p.name))
+    if not runs:
+        sys.exit(f"error: {a.runs}: no kept {a.dataset} runs (run attconv_table.py with --keep first)")
+    per_model: dict = defaultdict(list)
+    lengths = None
+    for run in runs:
+        clf = Classifier.load(run)
+        tok = clf.encoder.tokenizer
+        if lengths is None:            # words of the whole review, before the run's truncation
+            lengths = np.array([len(tok(ex.text)) for ex in test])
+        pred = [p["label"] for p in clf.predict(test, batch_size=100)]
+        correct = np.array([p == ex.label for p, ex in zip(pred, test)])
+        key = (clf.config["model"], run.name.rsplit(f"-{a.dataset}-", 1)[0].split("-", 1)[1])
+        per_model[key].append(by_length(lengths, correct, a.bins))
+        print(f"{run.name}: accuracy {100 * correct.mean():.2f}", flush=True)
+
+    rows = []
+    for (model, variant), seeds in per_model.items():
+        for b in range(len(seeds[0])):
+            acc = np.array([s[b]["accuracy"] for s in seeds])
+            lo, hi = seeds[0][b]["min_len"], seeds[0][b]["max_len"]
+            rows.append({"model": model, "variant": variant, "dataset": a.dataset, "split": "test",
+                         "metric": f"accuracy, length decile {b + 1} ({lo}-{hi} words)",
+                         "mean": round(float(acc.mean()), 2), "std": round(float(acc.std()), 2), "n": len(acc),
+                         "values": [round(float(x), 2) for x in acc], "min": round(float(acc.min()), 2),
+                         "max": round(float(acc.max()), 2)})
+    name = "attconv_length" if a.dataset == "imdb" else f"attconv_length_{a.dataset}"
+    plot(per_model, RESULTS / f"{name}.png", a.dataset)
+    write(name, rows,
+          f"Test reviews split into {a.bins} buckets at the deciles of their length in words (the whole review, "
+          "before truncation); accuracy in each bucket, mean / std over the seeds of attconv_table.py's kept runs "
+          f"(same training runs as its {a.dataset} rows). Plot: {name}.png.")
+
+
+def plot(per_model: dict, path: Path, dataset: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    ticks = None
+    for (model, variant), seeds in sorted(per_model.items()):
+        acc = np.array([[b["accuracy"] for b in s] for s in seeds])
+        x = np.arange(1, acc.shape[1] + 1)
+        name = model if variant in ("-", "rand", "default") else f"{model} {variant}"
+        ax.plot(x, acc.mean(0), marker="o", label=f"{name} ({len(seeds)} seeds)")
+        ax.fill_between(x, acc.min(0), acc.max(0), alpha=0.15)
+        ticks = [f"{b['min_len']}-{b['max_len']}" for b in seeds[0]]
+    ax.set_xticks(range(1, len(ticks) + 1), ticks, rotation=35, ha="right", fontsize=8)
+    ax.set_xlabel("review length in words (test deciles)")
+    ax.set_ylabel("test accuracy %")
+    ax.set_title(f"Accuracy by text length on {dataset} (band: min-max over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
