@@ -146,7 +146,10 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     paper = paper or {}
     if a.merge:
         import json as _json
-        write(name, merge_docs([_json.loads(Path(f).read_text()) for f in a.merge]), notes + " (merged slices)", a.out)
+        docs = [_json.loads(Path(f).read_text()) for f in a.merge]
+        slice_notes = list(dict.fromkeys(d.get("notes", "") for d in docs))
+        cmds = "; ".join(f"`{d['command']}` ({d['machine']}, commit {d['commit'][:7]})" for d in docs)
+        write(name, merge_docs(docs), " ".join(slice_notes) + f" Merged from {len(docs)} slices: {cmds}.", a.out)
         return
     wanted = set(filter(None, a.models.split(",")))
     chosen = [c for c in cells if not wanted or c["model"] in wanted or f"{c['model']}:{c['label']}" in wanted]
