@@ -58,7 +58,7 @@ def main() -> None:
     name = "attconv_length" if a.dataset == "imdb" else f"attconv_length_{a.dataset}"
     plot(per_model, RESULTS / f"{name}.png", a.dataset)
     write(name, rows,
-          f"Test reviews split into {a.bins} buckets at the deciles of their length in words (the whole review, "
+          f"Test texts split into {a.bins} buckets at the deciles of their length in words (the whole text, "
           "before truncation); accuracy in each bucket, mean / std over the seeds of attconv_table.py's kept runs "
           f"(same training runs as its {a.dataset} rows). Plot: {name}.png.")
 
@@ -77,7 +77,7 @@ def plot(per_model: dict, path: Path, dataset: str) -> None:
         ax.fill_between(x, acc.min(0), acc.max(0), alpha=0.15)
         ticks = [f"{b['min_len']}-{b['max_len']}" for b in seeds[0]]
     ax.set_xticks(range(1, len(ticks) + 1), ticks, rotation=35, ha="right", fontsize=8)
-    ax.set_xlabel("review length in words (test deciles)")
+    ax.set_xlabel("text length in words (test deciles)")
     ax.set_ylabel("test accuracy %")
     ax.set_title(f"Accuracy by text length on {dataset} (band: min-max over seeds)")
     ax.grid(alpha=0.3)

@@ -6,6 +6,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,9 @@ def commit() -> str:
         return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     except OSError:
         return "unknown"
+
+
+START_COMMIT = commit()     # the code measured: a long run outlives later commits
 
 
 def machine() -> str:
@@ -55,7 +59,7 @@ def write(name: str, rows: list[dict], notes: str = "", out: str | Path | None =
     """benchmarks/results/<name>.json and .md."""
     path = Path(out) if out else RESULTS / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"benchmark": name, "command": command(), "commit": commit(),
+    doc = {"benchmark": name, "command": command(), "commit": START_COMMIT,
            "date": datetime.date.today().isoformat(), "machine": machine(), "rows": rows, "notes": notes}
     path.write_text(json.dumps(doc, indent=2) + "\n")
     path.with_suffix(".md").write_text(markdown(doc))
@@ -142,14 +146,17 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*")
     ap.add_argument("--keep", default=None, help="keep every run directory under this folder")
+    ap.add_argument("--note", default="", help="a sentence added to the notes (what was left out and why)")
     a = ap.parse_args()
     paper = paper or {}
     if a.merge:
         import json as _json
         docs = [_json.loads(Path(f).read_text()) for f in a.merge]
-        slice_notes = list(dict.fromkeys(d.get("notes", "") for d in docs))
+        sentences = [x.strip() for d in docs for x in re.split(r"(?<=\.) ", d.get("notes", "")) if x.strip()]
+        slice_notes = list(dict.fromkeys(sentences))         # each sentence once, in order
         cmds = "; ".join(f"`{d['command']}` ({d['machine']}, commit {d['commit'][:7]})" for d in docs)
-        write(name, merge_docs(docs), " ".join(slice_notes) + f" Merged from {len(docs)} slices: {cmds}.", a.out)
+        write(name, merge_docs(docs), " ".join(slice_notes) + f" Merged from {len(docs)} slices: {cmds}. {a.note}".rstrip(),
+              a.out)
         return
     wanted = set(filter(None, a.models.split(",")))
     chosen = [c for c in cells if not wanted or c["model"] in wanted or f"{c['model']}:{c['label']}" in wanted]
@@ -192,4 +199,4 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     extra = (" Skipped: " + "; ".join(skipped) + ".") if skipped else ""
     quick = " --quick: a smoke run (1 seed, 1 epoch), not a measurement." if a.quick else ""
     write(name, rows, f"{notes} At most {epochs} epochs, early stopping on dev (patience {a.patience}), best dev "
-          f"epoch's weights tested.{extra}{quick}", a.out)
+          f"epoch's weights tested.{extra}{quick} {a.note}".rstrip(), a.out)
