@@ -90,19 +90,30 @@ def _fmt(v):
 def train_cell(opts: dict, keep: Path | None = None) -> dict:
     """Train one (model, options, dataset, seed) run; its metrics. The run directory is ``keep``
     when given (for scripts that read its predictions later), else a temporary one."""
+    import contextlib
     import tempfile
     from adaptext.training.run import train_run
-    if keep is not None:
-        return train_run({"progress": False, "data_dir": str(DATA), **opts, "out": str(keep)}, log=lambda *_: None)
-    with tempfile.TemporaryDirectory() as tmp:
-        return train_run({"progress": False, "data_dir": str(DATA), **opts, "out": str(Path(tmp) / "run")},
-                         log=lambda *_: None)
+    with contextlib.nullcontext() if keep else tempfile.TemporaryDirectory() as tmp:
+        out = keep or Path(tmp) / "run"
+        return train_run({"progress": False, "data_dir": str(DATA), **opts, "out": str(out)}, log=lambda *_: None)
 
 
 def run_name(model: str, label: str, dataset: str, seed: int) -> str:
     """The directory name of a kept run: ``attconv-light-imdb-seed1``."""
     slug = "".join(ch if ch.isalnum() else "_" for ch in label).strip("_") or "default"
     return f"{model}-{slug}-{dataset}-seed{seed}"
+
+
+def write_merged(name: str, files: list, notes: str | None = None, extra: str = "", out=None) -> Path:
+    """Pool the slices in ``files`` (result files of one benchmark) into one result file. Its notes:
+    ``notes``, or else every sentence of the slices' notes once, then each slice's command,
+    machine and commit, then ``extra``."""
+    docs = [json.loads(Path(f).read_text()) for f in files]
+    if notes is None:
+        sentences = [x.strip() for d in docs for x in re.split(r"(?<=\.) ", d.get("notes", "")) if x.strip()]
+        notes = " ".join(dict.fromkeys(sentences))
+    cmds = "; ".join(f"`{d['command']}` ({d['machine']}, commit {d['commit'][:7]})" for d in docs)
+    return write(name, merge_docs(docs), f"{notes} Merged from {len(docs)} slices: {cmds}. {extra}".rstrip(), out)
 
 
 def merge_docs(docs: list[dict]) -> list[dict]:
@@ -150,13 +161,7 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     a = ap.parse_args()
     paper = paper or {}
     if a.merge:
-        import json as _json
-        docs = [_json.loads(Path(f).read_text()) for f in a.merge]
-        sentences = [x.strip() for d in docs for x in re.split(r"(?<=\.) ", d.get("notes", "")) if x.strip()]
-        slice_notes = list(dict.fromkeys(sentences))         # each sentence once, in order
-        cmds = "; ".join(f"`{d['command']}` ({d['machine']}, commit {d['commit'][:7]})" for d in docs)
-        write(name, merge_docs(docs), " ".join(slice_notes) + f" Merged from {len(docs)} slices: {cmds}. {a.note}".rstrip(),
-              a.out)
+        write_merged(name, a.merge, extra=a.note, out=a.out)
         return
     wanted = set(filter(None, a.models.split(",")))
     chosen = [c for c in cells if not wanted or c["model"] in wanted or f"{c['model']}:{c['label']}" in wanted]

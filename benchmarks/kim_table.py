@@ -10,7 +10,6 @@ and kim_cnn's training throughput on SST-2 against a plain PyTorch loop over the
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -30,16 +29,13 @@ DATASETS = ("mr", "sst1", "sst2", "subj", "trec")
 
 
 def run_cnn(variant: str, dataset: str, seed: int, epochs: int, patience: int, accelerator: str) -> tuple[float, float]:
-    from adaptext.training.run import train_run
     opts = {"model": "kim_cnn", "data": DATA_NAME[dataset], "seed": seed, "epochs": epochs, "patience": patience,
-            "progress": False, "accelerator": accelerator, "data_dir": str(common.DATA)}
+            "accelerator": accelerator}
     if variant != "rand":
         opts.update(embeddings=str(common.GLOVE), embedding_mode=variant)
-    with tempfile.TemporaryDirectory() as tmp:
-        opts["out"] = str(Path(tmp) / "run")
-        t = time.perf_counter()
-        m = train_run(opts, log=lambda *_: None)
-        return m["test"]["accuracy"], time.perf_counter() - t
+    t = time.perf_counter()
+    m = common.train_cell(opts)
+    return m["test"]["accuracy"], time.perf_counter() - t
 
 
 # ------------------------------------------------------------------ fastText peer
@@ -78,11 +74,9 @@ def throughput(epochs: int = 3) -> list[dict]:
     buckets) against a plain PyTorch loop (DataLoader, pad to the longest in the batch,
     no buckets) over the same model, optimiser and batch size, in this process."""
     import torch
-    from adaptext.data.batching import Collator, Encoder
     from adaptext.data.datasets import load_named
     from adaptext.data.text import LabelMap, Tokenizer, Vocab
     from adaptext.registry import create_model
-    from adaptext.training.run import train_run
 
     torch.set_num_threads(2)
     s = load_named("sst2", str(common.DATA))
@@ -119,11 +113,9 @@ def throughput(epochs: int = 3) -> list[dict]:
         return n / (time.perf_counter() - t0)
 
     def engine(seed):
-        with tempfile.TemporaryDirectory() as tmp:
-            m = train_run({"model": "kim_cnn", "data": "sst2", "epochs": epochs, "patience": epochs, "seed": seed,
-                           "progress": False, "out": str(Path(tmp) / "r"), "threads": 2,
-                           "data_dir": str(common.DATA)}, log=lambda *_: None)
-            return m["info"]["train_examples_per_s"]
+        m = common.train_cell({"model": "kim_cnn", "data": "sst2", "epochs": epochs, "patience": epochs, "seed": seed,
+                               "threads": 2})
+        return m["info"]["train_examples_per_s"]
     p = [plain(s) for s in (1, 2, 3)]
     e = [engine(s) for s in (1, 2, 3)]
     base = common.stats(p)
@@ -156,10 +148,7 @@ def main():
              "same splits (the CNN's dev part unused). Seconds: wall time of all folds of one seed. Throughput rows: "
              "3 runs of each loop, 3 epochs each, 2 CPU threads, examples/s over the training passes only.")
     if a.merge:
-        docs = [json.loads(Path(f).read_text()) for f in a.merge]
-        machines = sorted({d["machine"] for d in docs})
-        common.write("kim_table", common.merge_docs(docs), notes + f" Measured on: {'; '.join(machines)} (each row "
-                     "names its machine); slices merged with --merge.", a.out)
+        common.write_merged("kim_table", a.merge, notes, out=a.out)
         return
     parts = a.parts.split(",")
     rows = []

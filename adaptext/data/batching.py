@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .errors import BadLines, DataError
+from .errors import BadLines
 from .text import LabelMap, Tokenizer, Vocab
 
 

@@ -4,7 +4,6 @@ the best weights on dev and test, write the run directory. ``train_run`` also ru
 cross-validation and resumes interrupted runs."""
 from __future__ import annotations
 
-import math
 import os
 import time
 import warnings
