@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from . import metrics as M
+from .optim import Adadelta, Adagrad, param_groups
 
 
 def logits_of(out):
@@ -137,16 +138,16 @@ class ClassifierModule(L.LightningModule):
     # ------------------------------------------------------------------ optimiser
     def configure_optimizers(self):
         c = self.cfg
-        params = [p for p in self.model.parameters() if p.requires_grad]
         name, lr, wd = c["optimizer"], c["lr"], c["weight_decay"]
+        groups = param_groups(self.model)       # embedding matrices apart: Adadelta / Adagrad update used rows only
         if name == "adam":
-            return torch.optim.Adam(params, lr=lr, weight_decay=wd)
+            return torch.optim.Adam(groups, lr=lr, weight_decay=wd)
         if name == "adagrad":
-            return torch.optim.Adagrad(params, lr=lr, weight_decay=wd)
+            return Adagrad(groups, lr=lr, weight_decay=wd)
         if name == "adadelta":
-            return torch.optim.Adadelta(params, lr=lr, rho=0.95, eps=1e-6, weight_decay=wd)  # Kim 2014
+            return Adadelta(groups, lr=lr, rho=0.95, eps=1e-6, weight_decay=wd)  # Kim 2014
         if name == "sgd":
-            return torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=wd)
+            return torch.optim.SGD(groups, lr=lr, momentum=0.9, weight_decay=wd)
         raise ValueError(f"unknown optimizer {name!r}")
 
     # ------------------------------------------------------------------ resume
