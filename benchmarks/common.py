@@ -82,7 +82,7 @@ def markdown(doc: dict) -> str:
 
 def _fmt(v):
     if isinstance(v, float):
-        return f"{v:.2f}"
+        return f"{v:.2e}" if 0 < abs(v) < 0.005 else f"{v:.2f}"
     return str(v)
 
 
