@@ -78,6 +78,7 @@ def throughput(epochs: int = 3) -> list[dict]:
     from adaptext.data.datasets import load_named
     from adaptext.data.text import LabelMap, Tokenizer, Vocab
     from adaptext.registry import create_model
+    from adaptext.training.optim import Adadelta, param_groups
 
     torch.set_num_threads(2)
     s = load_named("sst2", str(common.DATA))
@@ -88,7 +89,7 @@ def throughput(epochs: int = 3) -> list[dict]:
     def plain(seed):
         torch.manual_seed(seed)
         model = create_model("kim_cnn", num_classes=2, vocab_size=len(vocab))
-        opt = torch.optim.Adadelta([p for p in model.parameters() if p.requires_grad], lr=1.0, rho=0.95, eps=1e-6)
+        opt = Adadelta(param_groups(model), lr=1.0, rho=0.95, eps=1e-6)      # the engine's optimiser
         data = [(torch.tensor(vocab.encode(tok(e.text))), labels.index[e.label]) for e in s.train]
 
         def collate(b):
