@@ -123,7 +123,7 @@ def merge_docs(docs: list[dict]) -> list[dict]:
     for d in docs:
         for r in d["rows"]:
             key = (r["model"], r.get("variant"), r.get("dataset"), r["metric"])
-            g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=d["machine"]))
+            g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=r.get("machine", d["machine"])))
             g["values"] += r.get("values", [r.get("mean")])
             g["_secs"].append(r.get("seconds"))
     rows = []
