@@ -112,8 +112,16 @@ def write_merged(name: str, files: list, notes: str | None = None, extra: str = 
     if notes is None:
         sentences = [x.strip() for d in docs for x in re.split(r"(?<=\.) ", d.get("notes", "")) if x.strip()]
         notes = " ".join(dict.fromkeys(sentences))
-    cmds = "; ".join(f"`{d['command']}` ({d['machine']}, commit {d['commit'][:7]})" for d in docs)
-    return write(name, merge_docs(docs), f"{notes} Merged from {len(docs)} slices: {cmds}. {extra}".rstrip(), out)
+    cmds = "; ".join(_provenance(d) for d in docs)
+    return write(name, merge_docs(docs), f"{notes} Merged from: {cmds}. {extra}".rstrip(), out)
+
+
+def _provenance(doc: dict) -> str:
+    """A slice's command, machine and commit; for a slice that is itself a merge, its own list."""
+    m = re.search(r"Merged from(?: \d+ slices)?: (.*?)\.(?: |$)(?=[^`]*$)", doc.get("notes", ""))
+    if m:
+        return m.group(1)
+    return f"`{doc['command']}` ({doc['machine']}, commit {doc['commit'][:7]})"
 
 
 def merge_docs(docs: list[dict]) -> list[dict]:
