@@ -169,8 +169,8 @@ def main():
                 acc, sec = run_cnn(variant, ds, seed, a.epochs, a.patience, a.accelerator, a.wide)
                 accs.append(acc); secs.append(sec)
                 print(f"kim_cnn {variant} {ds} seed {seed}: {acc:.2f} ({sec:.0f}s)", flush=True)
-            rows.append({"model": "kim_cnn", "variant": variant + (", wide" if a.wide else ""), "dataset": ds, "split": "test" if ds not in ("mr", "subj")
-                         else "10-fold CV", "metric": "accuracy", **common.stats(accs), "paper": PAPER[variant][ds],
+            rows.append({"model": "kim_cnn", "variant": variant + (", wide" if a.wide else ""), "dataset": ds,
+                         "split": "test" if ds not in ("mr", "subj") else "10-fold CV", "metric": "accuracy", **common.stats(accs), "paper": PAPER[variant][ds],
                          "seconds": round(float(np.mean(secs)), 1)})
     if "fasttext" in parts:
         for ds in a.datasets.split(","):

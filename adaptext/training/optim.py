@@ -72,7 +72,7 @@ class Adadelta(_RowOptimizer):
         state["step"] = 0
         state["square_avg"] = torch.zeros_like(p)
         state["acc_delta"] = torch.zeros_like(p)
-        state["last"] = torch.zeros(p.shape[0] if p.dim() else 1, dtype=torch.long, device=p.device)
+        state["last"] = torch.zeros(p.shape[0] if p.dim() else 1, dtype=torch.long, device=p.device)  # rows path
 
     @staticmethod
     def _delta(g, sq, acc, rho, eps):
