@@ -23,10 +23,12 @@ Targets (issue 4): hashed >= 0.5x kim_cnn; each fast path >= 5x its naive form.
     python benchmarks/adaptive_speed.py --out benchmarks/results/adaptive_speed.json
     python benchmarks/adaptive_speed.py --quick --out /tmp/adaptive_speed.json   # checks it works
     python benchmarks/adaptive_speed.py --rows kim,hashed,layer-hashed --lengths 50   # a subset
+    python benchmarks/adaptive_speed.py --device cuda --out benchmarks/results/adaptive_speed_gpu.json
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -97,30 +99,42 @@ def build(name, variant, S, num_classes):
     return make_naive(model) if variant.endswith("naive") else model
 
 
-def layer_examples_per_s(model, B, T, steps, repeats) -> list[float]:
+def sync(device) -> None:
+    """Wait for queued GPU work: a timer read before the kernels finish measures nothing."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def layer_examples_per_s(model, B, T, steps, repeats, device) -> list[float]:
     """Forward + backward of the model's three adaptive convolutions alone (widths 3/4/5),
     from a given input x [B, D, T] and context c [B, g]: the fast path without the GRU."""
     convs = list(model.features.convs)
     g = torch.Generator().manual_seed(1)
-    x = torch.randn(B, convs[0].in_channels, T, generator=g).requires_grad_(True)
-    c = (torch.randn(B, convs[0].context_dim, generator=g) * 0.1).requires_grad_(True)
+    x = torch.randn(B, convs[0].in_channels, T, generator=g).to(device).requires_grad_(True)
+    c = (torch.randn(B, convs[0].context_dim, generator=g) * 0.1).to(device).requires_grad_(True)
 
     def step():
         model.zero_grad(set_to_none=True)
         x.grad = c.grad = None
         sum(conv(x, context=c).square().mean() for conv in convs).backward()
 
-    step()
+    return timed(step, B, steps, repeats, device)
+
+
+def timed(step, B, steps, repeats, device) -> list[float]:
+    step()                                                    # warm-up (allocations, Adam state, kernels)
     out = []
     for _ in range(repeats):
+        sync(device)
         t0 = time.perf_counter()
         for _ in range(steps):
             step()
+        sync(device)
         out.append(steps * B / (time.perf_counter() - t0))
     return out
 
 
-def examples_per_s(model, batch, steps, repeats) -> list[float]:
+def examples_per_s(model, batch, steps, repeats, device) -> list[float]:
     model.train()
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
 
@@ -130,28 +144,24 @@ def examples_per_s(model, batch, steps, repeats) -> list[float]:
         loss.backward()
         opt.step()
 
-    step()                                                    # warm-up (allocations, Adam state)
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        out.append(steps * batch.size / (time.perf_counter() - t0))
-    return out
+    return timed(step, batch.size, steps, repeats, device)
 
 
-def machine(threads) -> str:
+def machine(threads, device) -> str:
     mem = ""
     try:
         kb = int(next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1])
         mem = f", {kb / 2 ** 20:.0f} GiB"
     except (OSError, StopIteration, ValueError):
         pass
-    return (f"{os.cpu_count()} cores{mem}, CPU only ({platform.machine()}, torch {torch.__version__}, "
+    where = f"GPU {torch.cuda.get_device_name(device)}" if device.type == "cuda" else "CPU only"
+    return (f"{os.cpu_count()} cores{mem}, {where} ({platform.machine()}, torch {torch.__version__}, "
             f"{threads} threads)")
 
 
 def commit() -> str:
+    if os.environ.get("ADAPTEXT_COMMIT"):        # a copy of the tree without .git (a GPU machine)
+        return os.environ["ADAPTEXT_COMMIT"]
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
@@ -181,12 +191,15 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="tiny sizes, to check the script works")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/adaptive_speed.json"))
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (TF32 off: the same float32 arithmetic)")
     ap.add_argument("--steps", type=int, help="timed steps per repeat (fast forms)")
     ap.add_argument("--repeats", type=int, help="timed repeats (each gives one examples/s value)")
     ap.add_argument("--lengths", help="comma-separated text lengths (default 50,300)")
     ap.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated subset of {','.join(ROWS)}")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     S = dict(QUICK if args.quick else PAPER)
     if args.steps:
         S["steps"] = args.steps
@@ -205,6 +218,9 @@ def main(argv=None):
         batch = Batch(index=torch.arange(B), labels=torch.randint(0, num_classes, (B,), generator=g),
                       text=torch.randint(2, S["vocab"], (B, T), generator=g),
                       lengths=torch.full((B,), T, dtype=torch.int64))
+        if device.type != "cpu":
+            batch = dataclasses.replace(batch, **{k: getattr(batch, k).to(device)
+                                                  for k in ("index", "labels", "text", "lengths")})
         speed = {}
         for key in ROWS:
             if key not in rows_wanted:
@@ -213,11 +229,11 @@ def main(argv=None):
             name, variant = ("kim_cnn", "-") if key == "kim" else ("ac_cnn", key.removeprefix("layer-"))
             forms = [variant, variant + "-naive"] if layer else [variant]
             for form in forms:
-                model = build(name, form, S, num_classes)
+                model = build(name, form, S, num_classes).to(device)
                 naive = form.endswith("naive")
                 steps = S["naive_steps"] if naive else S["steps"]
-                vals = (layer_examples_per_s(model, B, T, steps, S["repeats"]) if layer
-                        else examples_per_s(model, batch, steps, S["repeats"]))
+                vals = (layer_examples_per_s(model, B, T, steps, S["repeats"], device) if layer
+                        else examples_per_s(model, batch, steps, S["repeats"], device))
                 del model
                 mean = statistics.fmean(vals)
                 speed[(layer, form)] = mean
@@ -245,7 +261,7 @@ def main(argv=None):
         "command": cmd.strip(),
         "commit": commit(),
         "date": datetime.date.today().isoformat(),
-        "machine": machine(args.threads),
+        "machine": machine(args.threads, device),
         "rows": rows,
         "notes": ("Training examples/s (forward + backward + Adam step), batch "
                   f"{S['batch']}, every text full length, {S['embed_dim']}-d random embeddings over a "

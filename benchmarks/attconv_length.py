@@ -27,6 +27,7 @@ def main() -> None:
     ap.add_argument("runs", help="folder of kept runs (<model>-<variant>-imdb-seed<N>)")
     ap.add_argument("--dataset", default="imdb")
     ap.add_argument("--bins", type=int, default=10)
+    ap.add_argument("--device", default="cpu", help="where the kept runs predict (cuda on a GPU machine)")
     a = ap.parse_args()
     test = read_split(a.dataset, "test", str(DATA))
     runs = sorted(p for p in Path(a.runs).iterdir() if re.search(rf"-{a.dataset}-seed\d+$", p.name))
@@ -35,7 +36,7 @@ def main() -> None:
     per_model: dict = defaultdict(list)
     lengths = None
     for run in runs:
-        clf = Classifier.load(run)
+        clf = Classifier.load(run, device=a.device)
         tok = clf.encoder.tokenizer
         if lengths is None:            # words of the whole review, before the run's truncation
             lengths = np.array([len(tok(ex.text)) for ex in test])

@@ -13,7 +13,7 @@ from adaptext.data.examples import ContextsExample
 from adaptext.data.text import LabelMap, Tokenizer, Vocab
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = (ROOT / ".." / "shared" / "data").resolve()
+DATA = Path(os.environ.get("ADAPTEXT_DATA") or ROOT / ".." / "shared" / "data").resolve()   # a GPU machine: a copied slice
 os.environ.setdefault("ADAPTEXT_DATA", str(DATA))
 os.environ.setdefault("NLTK_DATA", str(DATA / "nltk_data"))
 torch.set_num_threads(min(2, os.cpu_count() or 1))
