@@ -7,6 +7,7 @@ writes benchmarks/results/attconv_length.{json,md,png} (``--dataset sst2``: attc
     python benchmarks/attconv_length.py runs/attconv-imdb
 """
 import argparse
+import json
 import re
 import sys
 from collections import defaultdict
@@ -19,6 +20,7 @@ from common import DATA, RESULTS, write  # noqa: E402
 
 from adaptext.api import Classifier  # noqa: E402
 from adaptext.data.datasets import read_split  # noqa: E402
+from adaptext.data.text import Tokenizer, TokenizerConfig  # noqa: E402
 from adaptext.training.metrics import by_length  # noqa: E402
 
 
@@ -36,13 +38,10 @@ def main() -> None:
     per_model: dict = defaultdict(list)
     lengths = None
     for run in runs:
-        clf = Classifier.load(run, device=a.device)
-        tok = clf.encoder.tokenizer
+        model, tok, correct = outcomes(run, test, a.device)
         if lengths is None:            # words of the whole review, before the run's truncation
             lengths = np.array([len(tok(ex.text)) for ex in test])
-        pred = [p["label"] for p in clf.predict(test, batch_size=100)]
-        correct = np.array([p == ex.label for p, ex in zip(pred, test)])
-        key = (clf.config["model"], run.name.rsplit(f"-{a.dataset}-", 1)[0].split("-", 1)[1])
+        key = (model, run.name.rsplit(f"-{a.dataset}-", 1)[0].split("-", 1)[1])
         per_model[key].append(by_length(lengths, correct, a.bins))
         print(f"{run.name}: accuracy {100 * correct.mean():.2f}", flush=True)
 
@@ -62,6 +61,23 @@ def main() -> None:
           f"Test texts split into {a.bins} buckets at the deciles of their length in words (the whole text, "
           "before truncation); accuracy in each bucket, mean / std over the seeds of attconv_table.py's kept runs "
           f"(same training runs as its {a.dataset} rows). Plot: {name}.png.")
+
+
+def outcomes(run: Path, test, device: str):
+    """(model name, the run's tokenizer, correct flag per test example): from the run's
+    test_predictions.jsonl where it has one (no model needed), else by predicting again."""
+    preds = run / "test_predictions.jsonl"
+    if preds.exists():
+        vocab = json.loads((run / "vocab.json").read_text())
+        correct = np.zeros(len(test), dtype=bool)
+        for line in preds.read_text().splitlines():
+            r = json.loads(line)
+            correct[r["index"]] = r["pred"] == r["gold"]
+        model = json.loads((run / "config.json").read_text())["model"]
+        return model, Tokenizer(TokenizerConfig(**vocab["tokenizer"])), correct
+    clf = Classifier.load(run, device=device)
+    pred = [p["label"] for p in clf.predict(test, batch_size=100)]
+    return clf.config["model"], clf.encoder.tokenizer, np.array([p == ex.label for p, ex in zip(pred, test)])
 
 
 def plot(per_model: dict, path: Path, dataset: str) -> None:

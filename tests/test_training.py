@@ -37,6 +37,9 @@ def test_run_directory_is_complete_and_pickle_free(demo_run):
             assert key in m[split]
     assert m["test"]["n"] == 500 and m["test"]["accuracy"] > 50      # 6 classes: far above chance
     assert len((out / "log.csv").read_text().splitlines()) == 3       # header + 2 epochs
+    preds = [json.loads(line) for line in (out / "test_predictions.jsonl").read_text().splitlines()]
+    assert [p["index"] for p in preds] == list(range(500)) and preds[0]["where"].endswith(":1")
+    assert 100 * sum(p["pred"] == p["gold"] for p in preds) / 500 == pytest.approx(m["test"]["accuracy"], abs=0.01)
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["filters"] == 8 and cfg["model"] == "kim_cnn" and cfg["optimizer"] == "adadelta"
 

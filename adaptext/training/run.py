@@ -21,7 +21,7 @@ from ..data.text import LabelMap, Tokenizer, Vocab
 from ..registry import count_parameters, create_model, get_entry
 from . import metrics as M
 from .config import model_options, resolve
-from .rundir import read_json, save_weights, write_atomic, write_csv
+from .rundir import read_json, save_weights, write_atomic, write_csv, write_jsonl
 
 DEMO = "trec-demo"
 
@@ -162,6 +162,9 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
     if test_items is not None:
         t_probs = predict_probs(model, test_items, collate, labels.multilabel)
         metrics["test"] = M.compute(t_probs, gold(test_items, labels), labels.labels, labels.multilabel, labels.threshold)
+        predictions = test_predictions(test, test_items, t_probs, labels)
+    else:
+        predictions = None
     metrics["info"] = {
         "model": cfg["model"], "kind": kind, "parameters": count_parameters(model), "parameters_with_embeddings":
         count_parameters(model, exclude_embeddings=False), "train_examples": len(train_items),
@@ -173,8 +176,26 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
         "train_examples_per_s": _mean([r["examples_per_s"] for r in module.epoch_rows]),
         "threshold": labels.threshold if labels.multilabel else None,
     }
-    save_run(out, cfg, model, tokenizer, vocab, labels, tag_vocab, metrics, module.epoch_rows, coverage, module.monitor)
+    save_run(out, cfg, model, tokenizer, vocab, labels, tag_vocab, metrics, module.epoch_rows, coverage, module.monitor,
+             predictions)
     return metrics
+
+
+def test_predictions(examples, items, probs: np.ndarray, labels) -> list[dict]:
+    """One row per test example (its position in the split and its file:line), gold and
+    predicted label(s) and the probability of the prediction: for error analysis without
+    reloading the model."""
+    pred = M.decide(probs, labels.multilabel, labels.threshold)
+    rows = []
+    for k, it in enumerate(items):
+        if labels.multilabel:
+            g, p = [labels.labels[j] for j in it.label], [labels.labels[j] for j in np.flatnonzero(pred[k])]
+            conf = float(probs[k][pred[k]].min())
+        else:
+            g, p, conf = labels.labels[it.label], labels.labels[int(pred[k])], float(probs[k, pred[k]])
+        rows.append({"index": it.index, "where": examples[it.index].where, "gold": g, "pred": p,
+                     "prob": round(conf, 6)})
+    return rows
 
 
 def quiet_engine() -> None:
@@ -241,7 +262,8 @@ def gold(items, labels):
     return np.asarray([it.label for it in items], dtype=np.int64)
 
 
-def save_run(out: Path, cfg, model, tokenizer, vocab, labels, tag_vocab, metrics, rows, coverage, monitor) -> None:
+def save_run(out: Path, cfg, model, tokenizer, vocab, labels, tag_vocab, metrics, rows, coverage, monitor,
+             predictions=None) -> None:
     from . import plots
     out.mkdir(parents=True, exist_ok=True)
     save_weights(model, out / "model.safetensors")
@@ -257,6 +279,8 @@ def save_run(out: Path, cfg, model, tokenizer, vocab, labels, tag_vocab, metrics
         cm = metrics[split]["confusion_matrix"]
         plots.confusion_matrix(cm["matrix"], cm["labels"], out / "plots" / "confusion_matrix.png",
                                f"{cfg['model']} on {split}")
+    if predictions is not None:
+        write_jsonl(out / "test_predictions.jsonl", predictions)
     write_atomic(out / "metrics.json", metrics)     # last: its presence marks a finished run
 
 

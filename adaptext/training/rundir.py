@@ -46,6 +46,10 @@ def load_weights(model: torch.nn.Module, path) -> None:
     model.load_state_dict(load_file(str(path)), strict=True)
 
 
+def write_jsonl(path, rows: list[dict]) -> None:
+    write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
 def write_csv(path, rows: list[dict]) -> None:
     if not rows:
         return
