@@ -29,6 +29,7 @@ def main() -> None:
     ap.add_argument("runs", help="folder of kept runs (<model>-<variant>-imdb-seed<N>)")
     ap.add_argument("--dataset", default="imdb")
     ap.add_argument("--bins", type=int, default=10)
+    ap.add_argument("--note", default="", help="a sentence added to the notes (what is missing and why)")
     ap.add_argument("--device", default="cpu", help="where the kept runs predict (cuda on a GPU machine)")
     a = ap.parse_args()
     test = read_split(a.dataset, "test", str(DATA))
@@ -60,7 +61,8 @@ def main() -> None:
     write(name, rows,
           f"Test texts split into {a.bins} buckets at the deciles of their length in words (the whole text, "
           "before truncation); accuracy in each bucket, mean / std over the seeds of attconv_table.py's kept runs "
-          f"(same training runs as its {a.dataset} rows). Plot: {name}.png.")
+          f"(same training runs as its {a.dataset} rows; read from each run's test_predictions.jsonl where it has "
+          f"one). Plot: {name}.png. {a.note}".rstrip())
 
 
 def outcomes(run: Path, test, device: str):

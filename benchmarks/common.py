@@ -9,6 +9,7 @@ import platform
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -55,12 +56,14 @@ def stats(values) -> dict:
             "values": [round(float(x), 2) for x in v]}
 
 
-def write(name: str, rows: list[dict], notes: str = "", out: str | Path | None = None) -> Path:
-    """benchmarks/results/<name>.json and .md."""
+def write(name: str, rows: list[dict], notes: str = "", out: str | Path | None = None,
+          where: str | None = None) -> Path:
+    """benchmarks/results/<name>.json and .md; ``where``: the machine that measured, when that
+    is not this one (a merge of slices run elsewhere)."""
     path = Path(out) if out else RESULTS / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"benchmark": name, "command": command(), "commit": START_COMMIT,
-           "date": datetime.date.today().isoformat(), "machine": machine(), "rows": rows, "notes": notes}
+           "date": datetime.date.today().isoformat(), "machine": where or machine(), "rows": rows, "notes": notes}
     path.write_text(json.dumps(doc, indent=2) + "\n")
     path.with_suffix(".md").write_text(markdown(doc))
     return path
@@ -112,16 +115,26 @@ def write_merged(name: str, files: list, notes: str | None = None, extra: str = 
     if notes is None:
         sentences = [x.strip() for d in docs for x in re.split(r"(?<=\.) ", d.get("notes", "")) if x.strip()]
         notes = " ".join(dict.fromkeys(sentences))
-    cmds = "; ".join(_provenance(d) for d in docs)
-    return write(name, merge_docs(docs), f"{notes} Merged from: {cmds}. {extra}".rstrip(), out)
+    counts = Counter(_provenance(d, generic=True) for d in docs)
+    cmds = "; ".join(dict.fromkeys(f"{g} (x{counts[g]} slices)" if counts[g] > 1 else _provenance(d)
+                                   for d, g in ((d, _provenance(d, generic=True)) for d in docs)))
+    rows = merge_docs(docs)
+    machines = list(dict.fromkeys(r["machine"] for r in rows))
+    where = machines[0] if len(machines) == 1 else "several (each row's machine field): " + "; ".join(machines)
+    return write(name, rows, f"{notes} Merged from: {cmds}. {extra}".rstrip(), out, where)
 
 
-def _provenance(doc: dict) -> str:
-    """A slice's command, machine and commit; for a slice that is itself a merge, its own list."""
+def _provenance(doc: dict, generic: bool = False) -> str:
+    """A slice's command, machine and commit; for a slice that is itself a merge, its own list.
+    ``generic``: the seed and output file written as S and SLICE (one line for slices that differ
+    only in those)."""
     m = re.search(r"Merged from(?: \d+ slices)?: (.*?)\.(?: |$)(?=[^`]*$)", doc.get("notes", ""))
     if m:
         return m.group(1)
-    return f"`{doc['command']}` ({doc['machine']}, commit {doc['commit'][:7]})"
+    cmd = doc["command"]
+    if generic:
+        cmd = re.sub(r"--out \S+", "--out SLICE.json", re.sub(r"--seed \d+", "--seed S", cmd))
+    return f"`{cmd}` ({doc['machine']}, commit {doc['commit'][:7]})"
 
 
 def merge_docs(docs: list[dict]) -> list[dict]:
@@ -166,10 +179,12 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     ap.add_argument("--merge", nargs="*")
     ap.add_argument("--keep", default=None, help="keep every run directory under this folder")
     ap.add_argument("--note", default="", help="a sentence added to the notes (what was left out and why)")
+    ap.add_argument("--notes", default=None, help="with --merge: the notes, in place of the slices' sentences "
+                    "(re-merging a merged table whose notes went stale)")
     a = ap.parse_args()
     paper = paper or {}
     if a.merge:
-        write_merged(name, a.merge, extra=a.note, out=a.out)
+        write_merged(name, a.merge, a.notes, extra=a.note, out=a.out)
         return
     wanted = set(filter(None, a.models.split(",")))
     chosen = [c for c in cells if not wanted or c["model"] in wanted or f"{c['model']}:{c['label']}" in wanted]
