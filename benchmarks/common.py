@@ -147,6 +147,9 @@ def merge_docs(docs: list[dict]) -> list[dict]:
             g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=r.get("machine", d["machine"])))
             g["values"] += r.get("values", [r.get("mean")])
             g["_secs"].append(r.get("seconds"))
+            where = r.get("machine", d["machine"])
+            if where not in g["machine"].split(" + "):              # seeds measured on several machines
+                g["machine"] += f" + {where}"
     rows = []
     for r in groups.values():
         secs = [x for x in r.pop("_secs") if x is not None]
