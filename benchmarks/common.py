@@ -115,9 +115,10 @@ def write_merged(name: str, files: list, notes: str | None = None, extra: str = 
     if notes is None:
         sentences = [x.strip() for d in docs for x in re.split(r"(?<=\.) ", d.get("notes", "")) if x.strip()]
         notes = " ".join(dict.fromkeys(sentences))
-    counts = Counter(_provenance(d, generic=True) for d in docs)
+    generic = [_provenance(d, generic=True) for d in docs]      # slices differing only in seed / output
+    counts = Counter(generic)
     cmds = "; ".join(dict.fromkeys(f"{g} (x{counts[g]} slices)" if counts[g] > 1 else _provenance(d)
-                                   for d, g in ((d, _provenance(d, generic=True)) for d in docs)))
+                                   for d, g in zip(docs, generic)))
     rows = merge_docs(docs)
     machines = list(dict.fromkeys(r["machine"] for r in rows))
     where = machines[0] if len(machines) == 1 else "several (each row's machine field): " + "; ".join(machines)

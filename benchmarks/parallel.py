@@ -24,6 +24,8 @@ def main() -> int:
     ap.add_argument("--deadline", type=float, default=float("inf"), help="seconds after which none is started")
     ap.add_argument("--kill", type=float, default=float("inf"), help="seconds after which running ones are killed")
     a = ap.parse_args()
+    if not Path(a.commands).is_file():
+        ap.error(f"{a.commands}: no such file of commands")
     lines = [ln.strip() for ln in Path(a.commands).read_text().splitlines()]
     todo = [ln for ln in lines if ln and not ln.startswith("#")]
     logs = Path(a.logs)

@@ -77,3 +77,20 @@ def encode_for(examples, tokenizer_level: str = "word"):
 def collate_for(items, num_classes, model, multilabel=False):
     """Collate as training does: padded to the model's ``min_length`` / ``fixed_length``."""
     return Collator(num_classes, multilabel, getattr(model, "min_length", 1), getattr(model, "fixed_length", 0))(items)
+
+
+CASE_SIZE = 6
+
+
+def registered_case(name: str, kind: str):
+    """(model, batch, number of classes) of a registered model at its test size, on ``CASE_SIZE``
+    real examples of a task kind."""
+    from adaptext.registry import create_model, get_entry
+    entry = get_entry(name)
+    examples = real_examples(kind, CASE_SIZE)
+    if entry.needs_tags:
+        examples = with_simple_tags(examples)
+    items, vocab_size, num_classes, n_tags, _ = encode_for(examples, entry.tokenizer)
+    model = create_model(name, num_classes=num_classes, vocab_size=vocab_size, kind=kind,
+                         tag_vocab_size=n_tags, **entry.test_config)
+    return model, collate_for(items, num_classes, model), num_classes

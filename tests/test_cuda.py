@@ -10,10 +10,9 @@ from lightning_utilities.core.apply_func import apply_to_collection
 
 from adaptext.nn.adaptive import AdaptiveConv1d
 from adaptext.nn.qrnn import linear_scan
-from adaptext.registry import create_model, get_entry
 from adaptext.training.optim import Adadelta, Adagrad, param_groups
 
-from conftest import collate_for, encode_for, needs_data, real_examples, with_simple_tags
+from conftest import needs_data, registered_case
 from test_adaptive import C_IN, C_OUT, G, naive_forward, padded_batch
 from test_encoders import scan_reference
 from test_optim import Bag, batches, train
@@ -44,14 +43,8 @@ def logits_of(out):
 @pytest.mark.parametrize("name,kind", CASES, ids=[f"{n}-{k}" for n, k in CASES])
 def test_model_on_cuda_equals_cpu(name, kind):
     torch.manual_seed(0)
-    entry = get_entry(name)
-    examples = real_examples(kind, 6)
-    if entry.needs_tags:
-        examples = with_simple_tags(examples)
-    items, vocab_size, num_classes, n_tags, _ = encode_for(examples, entry.tokenizer)
-    model = create_model(name, num_classes=num_classes, vocab_size=vocab_size, kind=kind,
-                         tag_vocab_size=n_tags, **entry.test_config).eval()
-    batch = collate_for(items, num_classes, model)
+    model, batch, _ = registered_case(name, kind)
+    model.eval()
     with torch.no_grad():
         cpu = logits_of(model(batch))
         gpu_model = copy.deepcopy(model).to(CUDA)

@@ -5,7 +5,7 @@ import torch
 
 from adaptext.registry import count_parameters, create_model, get_entry, list_models
 
-from conftest import collate_for, encode_for, needs_data, real_examples, with_simple_tags
+from conftest import CASE_SIZE, needs_data, registered_case
 
 CASES = [(name, kind) for name in list_models() for kind in get_entry(name).inputs]
 
@@ -14,18 +14,11 @@ CASES = [(name, kind) for name in list_models() for kind in get_entry(name).inpu
 @pytest.mark.parametrize("name,kind", CASES, ids=[f"{n}-{k}" for n, k in CASES])
 def test_forward_backward(name, kind):
     torch.manual_seed(0)
-    entry = get_entry(name)
-    examples = real_examples(kind, 6)
-    if entry.needs_tags:
-        examples = with_simple_tags(examples)
-    items, vocab_size, num_classes, n_tags, _ = encode_for(examples, entry.tokenizer)
-    model = create_model(name, num_classes=num_classes, vocab_size=vocab_size, kind=kind,
-                         tag_vocab_size=n_tags, **entry.test_config)
-    batch = collate_for(items, num_classes, model)
+    model, batch, num_classes = registered_case(name, kind)
     model.train()
     out = model(batch)
     logits = out["logits"] if isinstance(out, dict) else out
-    assert logits.shape == (len(examples), num_classes)
+    assert logits.shape == (CASE_SIZE, num_classes)
     assert torch.isfinite(logits).all()
     loss = torch.nn.functional.cross_entropy(logits, batch.labels)
     loss.backward()
