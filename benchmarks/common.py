@@ -92,10 +92,17 @@ def _fmt(v):
 # ---------------------------------------------------------------------------- accuracy tables
 def train_cell(opts: dict, keep: Path | None = None) -> dict:
     """Train one (model, options, dataset, seed) run; its metrics. The run directory is ``keep``
-    when given (for scripts that read its predictions later), else a temporary one."""
+    when given (for scripts that read its predictions later), else a temporary one. A kept run that
+    finished is read back, one that was cut short (a killed slice) is resumed from its checkpoint."""
     import contextlib
     import tempfile
     from adaptext.training.run import train_run
+    from adaptext.training.rundir import read_json
+    if keep and (keep / "metrics.json").exists():
+        return read_json(keep / "metrics.json")
+    if keep and (keep / "config.json").exists():
+        return train_run({"resume": str(keep), "progress": False, "accelerator": opts.get("accelerator", "auto")},
+                         log=lambda *_: None)
     with contextlib.nullcontext() if keep else tempfile.TemporaryDirectory() as tmp:
         out = keep or Path(tmp) / "run"
         return train_run({"progress": False, "data_dir": str(DATA), **opts, "out": str(out)}, log=lambda *_: None)

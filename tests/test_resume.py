@@ -30,12 +30,13 @@ def test_killed_mid_epoch_and_resumed_matches_uninterrupted(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     last = killed / "checkpoints" / "last.ckpt"
     deadline = time.time() + 120
-    step = 0
+    step, before = 0, 0.0
     while time.time() < deadline and proc.poll() is None:
         if last.exists():
             try:
                 ck = load_tree(last)
                 step, batches = ck["global_step"], ck["adaptext"]["batches_done"]
+                before = ck["adaptext"]["seconds"]
                 # kill in the third epoch, between two step checkpoints
                 if ck["epoch"] == 2 and 0 < batches < ck["adaptext"]["train_loader_len"]:
                     break
@@ -55,5 +56,7 @@ def test_killed_mid_epoch_and_resumed_matches_uninterrupted(tmp_path):
     for split in ("dev", "test"):
         assert a[split]["accuracy"] == b[split]["accuracy"]
         assert a[split]["confusion_matrix"] == b[split]["confusion_matrix"]
+    # the resumed run's time counts the killed process's seconds as well
+    assert b["info"]["train_seconds"] > before > 0
     cols = lambda p: [line.split(",")[:5] for line in Path(p).read_text().splitlines()]
     assert cols(full / "log.csv") == cols(killed / "log.csv")   # epoch, losses and dev accuracy, every epoch

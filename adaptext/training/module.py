@@ -38,6 +38,8 @@ class ClassifierModule(L.LightningModule):
         self._train_time = 0.0
         self._batches_done = 0
         self._restore = None
+        self.started = time.perf_counter()     # set to the run's start by train_run
+        self.seconds_before = 0.0               # wall seconds of the run's earlier processes (when resumed)
         self.last_dev: dict = {}
         self.epoch_rows: list = []
 
@@ -160,6 +162,7 @@ class ClassifierModule(L.LightningModule):
             "python_rng": repr(random.getstate()),
             "train_stats": list(self._train_stats), "epoch_rows": self.epoch_rows,
             "last_dev_score": self.last_dev.get(self.monitor),
+            "seconds": self.seconds_before + time.perf_counter() - self.started,
         }
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
@@ -173,6 +176,7 @@ class ClassifierModule(L.LightningModule):
             self._train_stats = list(st["train_stats"])
             self._batches_done = st["batches_done"]
         self.epoch_rows = list(st.get("epoch_rows", []))
+        self.seconds_before = float(st.get("seconds", 0.0))
         self._restore = st
 
     def on_train_start(self) -> None:

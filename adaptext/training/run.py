@@ -122,6 +122,7 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
         class_weights = torch.tensor(len(train_items) / (len(labels) * np.maximum(counts, 1)), dtype=torch.float32)
 
     module = ClassifierModule(model, cfg, labels, train_loader, dev_loader, class_weights)
+    module.started = t0
     ckpt_dir = out / "checkpoints"
     best_cb = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="dev_score", mode="max", save_top_k=1,
                               save_last=False, enable_version_counter=False)
@@ -146,7 +147,7 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
         trainer.fit(module, train_loader, dev_loader, ckpt_path=str(last) if resume and last.exists() else None)
     if not trainer.is_global_zero:
         return {}
-    train_seconds = time.perf_counter() - t0
+    train_seconds = module.seconds_before + time.perf_counter() - t0      # a resumed run counts its earlier time
 
     # the best dev epoch's weights, evaluated on dev and test
     best = ckpt_dir / "best.ckpt"
