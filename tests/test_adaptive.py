@@ -118,6 +118,22 @@ def test_context_vector_equals_each_text_alone(kind):
         assert torch.allclose(c[b], naive_context(gen, x[b, :, :lengths[b]].t()), atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["gru", "mean", "attention-only"])
+def test_context_ignores_padding_past_the_longest_text(kind, monkeypatch):
+    # fixed-length inputs (DenseCNN pads every text to 300 words): the GRUs stop at the longest
+    # text, and the context must be the one of the batch padded only to that length
+    torch.manual_seed(2)
+    gen = FilterGenerator(C_IN, G, kind)
+    x, lengths, mask = padded_batch([7, 3, 10, 1])
+    tail = 25
+    x_long = torch.cat([x, torch.randn(4, C_IN, tail)], dim=2)         # padding need not be zero
+    mask_long = torch.cat([mask, torch.zeros(4, tail, dtype=torch.bool)], dim=1)
+    short = gen(x.transpose(1, 2), mask)
+    assert torch.allclose(gen(x_long.transpose(1, 2), mask_long), short, atol=1e-6)
+    monkeypatch.setattr(FilterGenerator, "trim_padding", False)           # the recurrences read the tail too
+    assert torch.allclose(gen(x_long.transpose(1, 2), mask_long), short, atol=1e-6)
+
+
 @pytest.mark.parametrize("kind", ["mean", "attention-only"])
 @pytest.mark.parametrize("generation", ["full", "hashed"])
 def test_ablation_contexts_fast_equals_naive(kind, generation):

@@ -1,0 +1,121 @@
+"""What DenseCNN's fixed input length costs adaptive convolution, and what stopping the context
+GRUs at the batch's longest text saves (issue 4).
+
+DenseCNN reads every text padded to 300 words, so on sentence benchmarks most positions are
+padding. Each adaptive block's context vector comes from a bidirectional GRU (g = 600) under
+the padding mask; the recurrences now stop at the longest text of the batch
+(``FilterGenerator.trim_padding``, same result: tests/test_adaptive.py). Rows, training
+examples/s (forward + backward + Adam step) at the paper's sizes (300-d embeddings, 7 blocks
+x 75 filters, g = 600, b = 20, n = 5), batch 64 with the lengths of real TREC training
+questions drawn at random (no length bucketing, so each batch holds its longest question):
+
+- ac_densecnn hashed, GRUs over all 300 positions (the previous form; baseline);
+- ac_densecnn hashed, GRUs stopped at the longest text (ratio against the row above);
+- densecnn (static filters; ratio against the trimmed ac_densecnn: what adaptivity still costs).
+
+    python benchmarks/padding_speed.py
+    python benchmarks/padding_speed.py --quick --out /tmp/padding_speed.json   # checks it works
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DATA, ROOT, stats, write  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+from adaptext.data.batching import Batch  # noqa: E402
+from adaptext.data.readers import read_trec_raw  # noqa: E402
+from adaptext.data.text import Tokenizer  # noqa: E402
+from adaptext.nn.adaptive import FilterGenerator  # noqa: E402
+from adaptext.registry import create_model  # noqa: E402
+
+PAPER = dict(embed_dim=300, filters=75, blocks=7, fixed_length=300, batch=64, steps=3, repeats=3)
+QUICK = dict(embed_dim=16, filters=6, blocks=3, fixed_length=60, batch=8, steps=1, repeats=2,
+             context_dim=16, pool_size=4, num_importance=2)
+
+
+def batches(S, count, vocab=5000):
+    tok = Tokenizer(level="word", lower=True)
+    lengths = torch.tensor([min(len(tok(ex.text)), S["fixed_length"])
+                            for ex in read_trec_raw(DATA / "trec/raw/TREC.train")])
+    g = torch.Generator().manual_seed(0)
+    out = []
+    T = S["fixed_length"]
+    for _ in range(count):
+        L = lengths[torch.randint(0, len(lengths), (S["batch"],), generator=g)].clamp_min(1)
+        ids = torch.randint(2, vocab, (S["batch"], T), generator=g) * (torch.arange(T)[None] < L[:, None])
+        out.append(Batch(index=torch.arange(S["batch"]), labels=torch.randint(0, 6, (S["batch"],), generator=g),
+                         text=ids, lengths=L))
+    return out
+
+
+def examples_per_s(model, data, steps, repeats) -> list[float]:
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model.train()
+
+    def step(b):
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(model(b), b.labels).backward()
+        opt.step()
+
+    step(data[0])                                      # warm-up
+    vals = []
+    for r in range(repeats):
+        t0 = time.perf_counter()
+        for s in range(steps):
+            step(data[(r * steps + s) % len(data)])
+        vals.append(steps * data[0].size / (time.perf_counter() - t0))
+    return vals
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: checks the script runs")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    S = QUICK if a.quick else PAPER
+    size = {k: S[k] for k in ("embed_dim", "filters", "blocks", "fixed_length", "context_dim", "pool_size",
+                              "num_importance") if k in S}
+    data = batches(S, S["steps"] * S["repeats"])
+    rows, means = [], {}
+    for name, trim, label in (("ac_densecnn", False, "hashed, GRUs over all positions"),
+                              ("ac_densecnn", True, "hashed, GRUs stop at the longest text"),
+                              ("densecnn", True, "-")):
+        FilterGenerator.trim_padding = trim
+        torch.manual_seed(0)
+        opts = {k: v for k, v in size.items() if name == "ac_densecnn" or k not in
+                ("context_dim", "pool_size", "num_importance")}
+        model = create_model(name, num_classes=6, vocab_size=5000, **opts,
+                             **({"generation": "hashed"} if name == "ac_densecnn" else {}))
+        vals = examples_per_s(model, data, S["steps"], S["repeats"])
+        means[label] = statistics.fmean(vals)
+        row = {"model": name, "variant": label, "dataset": "trec lengths", "metric": "train_examples_per_s",
+               **stats(vals)}
+        base = {"hashed, GRUs stop at the longest text": "hashed, GRUs over all positions",
+                "-": "hashed, GRUs stop at the longest text"}.get(label)
+        if base:
+            row.update(baseline=f"ac_densecnn {base}", ratio=round(means[label] / means[base], 3))
+        rows.append(row)
+        print(f"{name:12s} {label:40s} {row['mean']:9.1f} ex/s" + (f"  ratio {row['ratio']}" if "ratio" in row else ""),
+              flush=True)
+    FilterGenerator.trim_padding = True
+    mean_len = float(torch.cat([b.lengths for b in data]).float().mean())
+    write("padding_speed", rows,
+          f"Batch {S['batch']} of {S['fixed_length']} positions holding TREC training questions drawn at random "
+          f"(mean length {mean_len:.1f} words); {S['repeats']} repeats of {S['steps']} training steps after one "
+          "warm-up, examples/s per repeat; ratios against the rows named, measured in the same run."
+          + (" QUICK RUN: tiny sizes, not a measurement." if a.quick else ""), a.out)
+
+
+if __name__ == "__main__":
+    main()
