@@ -211,6 +211,24 @@ def test_text_alone_equals_text_in_a_padded_batch(name, options):
             assert torch.allclose(together[r], alone[0], atol=1e-5), (name, r)
 
 
+@needs_data
+@pytest.mark.parametrize("name", ["densecnn", "ac_densecnn"])
+def test_densecnn_stopping_at_the_longest_text_keeps_the_logits(name, monkeypatch):
+    # real questions in 60 fixed slots: the blocks stop at the batch's longest question
+    torch.manual_seed(0)
+    items, vocab_size, num_classes, _, _ = encode_for(real_examples("text", 6))
+    model = create_model(name, num_classes=num_classes, vocab_size=vocab_size,
+                         **{**get_entry(name).test_config, "fixed_length": 60}).eval()
+    batch = collate_for(items, num_classes, model)
+    assert batch.text.shape[1] == 60 > int(batch.lengths.max())
+    with torch.no_grad():
+        trimmed = model(batch)
+        monkeypatch.setattr(type(model), "trim_padding", False)
+        monkeypatch.setattr(FilterGenerator, "trim_padding", False)
+        full = model(batch)
+    assert torch.allclose(trimmed, full, atol=1e-5)
+
+
 # ---------------------------------------------------------------- other layers vs loops
 def test_multi_scale_attention_equals_loop():
     torch.manual_seed(6)
