@@ -2,19 +2,13 @@
 stopping at the batch's longest text saves (issue 4).
 
 DenseCNN reads every text padded to 300 words, so on sentence benchmarks most positions are
-padding. Two savings, each the same logits (tests/test_adaptive.py): each adaptive block's
-context GRUs (g = 600) stop at the batch's longest text (``FilterGenerator.trim_padding``),
-and the whole model does (``DenseCNN.trim_padding``: the fixed length still truncates long
-texts). Rows, training examples/s (forward + backward + Adam step) at the paper's sizes (300-d
-embeddings, 7 blocks x 75 filters, g = 600, b = 20, n = 5), batch 64 with the lengths of
-real TREC training questions drawn at random (no length bucketing, so each batch holds its
-longest question):
-
-- ac_densecnn hashed over all 300 positions (the first form; baseline of the next two);
-- ac_densecnn hashed, only its context GRUs stop at the longest text;
-- ac_densecnn hashed, every block stops at the longest text (the default);
-- densecnn over all 300 positions (baseline of the next);
-- densecnn stopping at the longest text (the default).
+padding, and in ``ac_densecnn`` each block's context GRUs (g = 600) read it all. DenseCNN now
+stops at the batch's longest text (``DenseCNN.trim_padding``; the fixed length still truncates
+long texts; the same logits, tests/test_adaptive.py). Rows, training examples/s (forward +
+backward + Adam step) at the paper's sizes (300-d embeddings, 7 blocks x 75 filters, g = 600,
+b = 20, n = 5), batch 64 with the lengths of real TREC training questions drawn at random (no
+length bucketing, so each batch holds its longest question), each model over all 300
+positions (baseline) and stopping at the longest text (the default).
 
     python benchmarks/padding_speed.py
     python benchmarks/padding_speed.py --quick --out /tmp/padding_speed.json   # checks it works
@@ -38,7 +32,6 @@ from adaptext.data.batching import Batch  # noqa: E402
 from adaptext.data.readers import read_trec_raw  # noqa: E402
 from adaptext.data.text import Tokenizer  # noqa: E402
 from adaptext.models.densecnn import DenseCNN  # noqa: E402
-from adaptext.nn.adaptive import FilterGenerator  # noqa: E402
 from adaptext.registry import create_model  # noqa: E402
 
 PAPER = dict(embed_dim=300, filters=75, blocks=7, fixed_length=300, batch=64, steps=3, repeats=3)
@@ -88,38 +81,31 @@ def main() -> None:
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     S = QUICK if a.quick else PAPER
-    size = {k: S[k] for k in ("embed_dim", "filters", "blocks", "fixed_length", "context_dim", "pool_size",
-                              "num_importance") if k in S}
+    base = {k: S[k] for k in ("embed_dim", "filters", "blocks", "fixed_length")}
+    adaptive = {"generation": "hashed", **{k: S[k] for k in ("context_dim", "pool_size", "num_importance") if k in S}}
     data = batches(S, S["steps"] * S["repeats"])
     rows, means = [], {}
-    forms = (("ac_densecnn", False, False, "hashed, all 300 positions", None),
-             ("ac_densecnn", True, False, "hashed, GRUs stop at the longest text", "hashed, all 300 positions"),
-             ("ac_densecnn", True, True, "hashed, blocks stop at the longest text", "hashed, all 300 positions"),
-             ("densecnn", True, False, "all 300 positions", None),
-             ("densecnn", True, True, "stops at the longest text", "all 300 positions"))
-    for name, gru_trim, model_trim, label, base in forms:
-        FilterGenerator.trim_padding, DenseCNN.trim_padding = gru_trim, model_trim
-        torch.manual_seed(0)
-        opts = {k: v for k, v in size.items() if name == "ac_densecnn" or k not in
-                ("context_dim", "pool_size", "num_importance")}
-        model = create_model(name, num_classes=6, vocab_size=5000, **opts,
-                             **({"generation": "hashed"} if name == "ac_densecnn" else {}))
-        vals = examples_per_s(model, data, S["steps"], S["repeats"])
-        means[(name, label)] = statistics.fmean(vals)
-        row = {"model": name, "variant": label, "dataset": "trec lengths", "metric": "train_examples_per_s",
-               **stats(vals)}
-        if base:
-            row.update(baseline=f"{name} {base}", ratio=round(means[(name, label)] / means[(name, base)], 3))
-        rows.append(row)
-        print(f"{name:12s} {label:42s} {row['mean']:9.1f} ex/s" + (f"  ratio {row['ratio']}" if "ratio" in row else ""),
-              flush=True)
+    for name in ("ac_densecnn", "densecnn"):
+        for trim, label in ((False, f"all {S['fixed_length']} positions"), (True, "stops at the longest text")):
+            DenseCNN.trim_padding = trim
+            torch.manual_seed(0)
+            model = create_model(name, num_classes=6, vocab_size=5000, **base,
+                                 **(adaptive if name == "ac_densecnn" else {}))
+            vals = examples_per_s(model, data, S["steps"], S["repeats"])
+            means[trim] = statistics.fmean(vals)
+            row = {"model": name, "variant": ("hashed, " if name == "ac_densecnn" else "") + label,
+                   "dataset": "trec lengths", "metric": "train_examples_per_s", **stats(vals)}
+            if trim:
+                row.update(baseline=f"{name} over all {S['fixed_length']} positions", ratio=round(means[True] / means[False], 3))
+            rows.append(row)
+            print(f"{name:12s} {row['variant']:34s} {row['mean']:9.1f} ex/s"
+                  + (f"  ratio {row['ratio']}" if trim else ""), flush=True)
     DenseCNN.trim_padding = True
-    FilterGenerator.trim_padding = True
     mean_len = float(torch.cat([b.lengths for b in data]).float().mean())
     write("padding_speed", rows,
           f"Batch {S['batch']} of {S['fixed_length']} positions holding TREC training questions drawn at random "
           f"(mean length {mean_len:.1f} words); {S['repeats']} repeats of {S['steps']} training steps after one "
-          "warm-up, examples/s per repeat; ratios against the untrimmed row of the same model, measured in the same run."
+          "warm-up, examples/s per repeat; ratios against the same model over all positions, in the same run."
           + (" QUICK RUN: tiny sizes, not a measurement." if a.quick else ""), a.out)
 
 

@@ -81,7 +81,8 @@ class ACDPCNNConfig(DPCNNConfig, AdaptiveOptions):
 # kept every seed stable (benchmarks/results/adaptive_table.md).
 @register_model("ac_dpcnn", config=ACDPCNNConfig, paper="Choi et al. 2019",
                 description="DPCNN with adaptive convolution in every block (full or hashed)",
-                train_defaults={**_TRAIN, "grad_clip": 1.0}, test_config={"embed_dim": 16, "filters": 8, "depth": 5, **_TINY})
+                train_defaults={**_TRAIN, "grad_clip": 1.0},
+                test_config={"embed_dim": 16, "filters": 8, "depth": 5, **_TINY})
 class ACDPCNN(DPCNN):
     def __init__(self, cfg: ACDPCNNConfig, spec):
         super().__init__(cfg, spec, factory_of(cfg))

@@ -58,6 +58,8 @@ class MultiScaleAttention(nn.Module):
                 train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 64, "epochs": 20},
                 test_config={"embed_dim": 16, "filters": 6, "blocks": 3, "fixed_length": 24})
 class DenseCNN(nn.Module):
+    trim_padding = True     # False: every block reads all fixed_length positions (the slower form; same logits)
+
     def __init__(self, cfg: DenseCNNConfig, spec, factory: ConvFactory | None = None):
         super().__init__()
         if cfg.blocks < 1:
@@ -79,14 +81,12 @@ class DenseCNN(nn.Module):
         self.attention = MultiScaleAttention(cfg.blocks, cfg.attention_hidden or cfg.blocks)
         self.head = ClassifierHead(cfg.filters, spec.num_classes, cfg.dropout)
 
-    trim_padding = True     # False: every block reads all fixed_length positions (the slower form; same logits)
-
     def forward(self, batch) -> torch.Tensor:
         text = batch.text
         if self.trim_padding:
             # the fixed length truncates long texts; past the batch's longest text every position
             # is padding that "same" convolutions, the mask and the masked pooling turn into zeros
-            # anyway, so the blocks stop there (sentences in 300 slots: a fraction of the work)
+            # anyway, so the blocks and their context GRUs stop there (sentences in 300 slots)
             text = text[:, :max(1, int(batch.lengths.max()))]
         x = self.embedding(text).transpose(1, 2)                             # [B, D, T]
         mask = length_mask(batch.lengths.clamp_min(1), x.shape[2])

@@ -79,8 +79,6 @@ def conv1d_per_sample(x: torch.Tensor, filters: torch.Tensor, bias: torch.Tensor
 class FilterGenerator(nn.Module):
     """Context vector c [B, out_dim] of a block input (Section 3.1, Eqs. 1-3)."""
 
-    trim_padding = True     # False: the GRUs also read the trailing padding (the slower form; same result)
-
     def __init__(self, in_dim: int, context_dim: int = 600, context: str = "gru"):
         super().__init__()
         if context not in CONTEXTS:
@@ -109,11 +107,6 @@ class FilterGenerator(nn.Module):
             return (x * m).sum(1) / m.sum(1).clamp_min(1.0)
         h = x
         if self.kind == "gru":
-            # the recurrences stop at the batch's longest text: positions past it are padding for
-            # every row (fixed-length inputs such as DenseCNN's 300 words are mostly padding)
-            longest = int(mask.sum(1).max())
-            if self.trim_padding and longest < x.shape[1]:
-                x, mask = x[:, :longest], mask[:, :longest]
             h_fwd, _ = self.fwd(x)                                          # [B, T, g/2]
             rev = _reverse_index(mask)                                      # [B, T]
             h_bwd, _ = self.bwd(_take(x, rev))
