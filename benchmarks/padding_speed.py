@@ -96,7 +96,8 @@ def main() -> None:
             row = {"model": name, "variant": ("hashed, " if name == "ac_densecnn" else "") + label,
                    "dataset": "trec lengths", "metric": "train_examples_per_s", **stats(vals)}
             if trim:
-                row.update(baseline=f"{name} over all {S['fixed_length']} positions", ratio=round(means[True] / means[False], 3))
+                row.update(baseline=f"{name} over all {S['fixed_length']} positions",
+                           ratio=round(means[True] / means[False], 3))
             rows.append(row)
             print(f"{name:12s} {row['variant']:34s} {row['mean']:9.1f} ex/s"
                   + (f"  ratio {row['ratio']}" if trim else ""), flush=True)
