@@ -347,9 +347,22 @@ def cmd_serve(argv) -> int:
     return 0
 
 
+def cmd_export(argv) -> int:
+    """export a run to ONNX (model.onnx + vocabulary, labels, manifest), checked in onnxruntime"""
+    p = argparse.ArgumentParser(prog="adaptext export", description="Export a trained run to ONNX; see adaptext/export.py.")
+    p.add_argument("run_dir")
+    p.add_argument("--out", required=True, help="directory to write model.onnx, export.json and the vocabulary into")
+    p.add_argument("--length", type=int, default=None,
+                   help="a graph for exactly N positions (models that unroll a loop over the length: qrnn, dpcnn)")
+    p.add_argument("--opset", type=int, default=None, help="ONNX opset (default: the exporter's)")
+    a = p.parse_args(argv)
+    from .export import export_run
+    export_run(a.run_dir, a.out, a.length, a.opset)
+    return 0
+
+
 COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
-            "datasets": cmd_datasets, "explain": cmd_explain,
-            "serve": cmd_serve}
+            "datasets": cmd_datasets, "explain": cmd_explain, "serve": cmd_serve, "export": cmd_export}
 
 
 def main(argv=None) -> int:

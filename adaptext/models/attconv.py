@@ -68,17 +68,18 @@ def pair_features(rx: torch.Tensor, ry: torch.Tensor) -> torch.Tensor:
 
 def join_contexts(contexts: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """contexts [B, K, T] ids with lengths [B, K] -> the K contexts of each row joined into
-    one sequence, padding removed: ids [B, L] and lengths [B] (L >= 1)."""
+    one sequence, padding removed: ids [B, L] and lengths [B] (L >= 1; an exported graph
+    keeps L = K * T, the same sequences with more padding)."""
     b, k, t = contexts.shape
     total = lengths.sum(1)                                                   # [B]
     offsets = torch.cumsum(lengths, 1) - lengths                             # [B, K] start of each context
-    pos = torch.arange(t, device=contexts.device)
-    valid = pos[None, None, :] < lengths[..., None]                          # [B, K, T]
-    target = (offsets[..., None] + pos)[valid]                               # position in the joined row
-    row = torch.arange(b, device=contexts.device)[:, None, None].expand(b, k, t)[valid]
-    out = contexts.new_zeros(b, max(int(total.max()) if b else 0, 1))
-    out[row, target] = contexts[valid]
-    return out, total
+    width = k * t if torch.compiler.is_exporting() else max(int(total.max()) if b else 0, 1)
+    pos = torch.arange(width, device=contexts.device)                        # position in the joined row
+    # the context a position falls in: the last one starting at or before it (empty ones skipped)
+    which = ((offsets[:, None, :] <= pos[None, :, None]).sum(-1) - 1).clamp(0, k - 1)    # [B, L]
+    within = (pos[None, :] - offsets.gather(1, which)).clamp(0, t - 1)      # [B, L]
+    ids = contexts.reshape(b, k * t).gather(1, which * t + within)          # [B, L]
+    return ids.masked_fill(pos[None, :] >= total[:, None], 0), total
 
 
 @register_model("attconv", config=AttConvConfig, inputs=("text", "pair", "contexts"),

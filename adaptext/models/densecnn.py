@@ -83,7 +83,7 @@ class DenseCNN(nn.Module):
 
     def forward(self, batch) -> torch.Tensor:
         text = batch.text
-        if self.trim_padding:
+        if self.trim_padding and not torch.compiler.is_exporting():   # an exported graph reads any length
             # the fixed length truncates long texts; past the batch's longest text every position
             # is padding that "same" convolutions, the mask and the masked pooling turn into zeros
             # anyway, so the blocks and their context GRUs stop there (sentences in 300 slots)

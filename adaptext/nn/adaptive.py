@@ -71,8 +71,14 @@ def conv1d_per_sample(x: torch.Tensor, filters: torch.Tensor, bias: torch.Tensor
     [B, O, T + 2 padding - k + 1], as one grouped convolution (groups = B)."""
     B, C, T = x.shape
     O, k = filters.shape[1], filters.shape[3]
-    y = F.conv1d(x.reshape(1, B * C, T), filters.reshape(B * O, C, k), padding=padding, groups=B)
-    y = y.view(B, O, y.shape[-1])
+    if torch.compiler.is_exporting():
+        # ONNX's Conv needs a constant group count, and the batch size is a graph input: the
+        # same products as windows [B, C, T', k] against each sample's filters
+        windows = F.pad(x, (padding, padding)).unfold(2, k, 1)
+        y = torch.einsum("bctk,bock->bot", windows, filters)
+    else:
+        y = F.conv1d(x.reshape(1, B * C, T), filters.reshape(B * O, C, k), padding=padding, groups=B)
+        y = y.view(B, O, y.shape[-1])
     return y if bias is None else y + bias[:, None]
 
 
@@ -107,6 +113,7 @@ class FilterGenerator(nn.Module):
             return (x * m).sum(1) / m.sum(1).clamp_min(1.0)
         h = x
         if self.kind == "gru":
+            x = x.contiguous()                                              # (a [B, C, T] block input, transposed)
             h_fwd, _ = self.fwd(x)                                          # [B, T, g/2]
             rev = _reverse_index(mask)                                      # [B, T]
             h_bwd, _ = self.bwd(_take(x, rev))

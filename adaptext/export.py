@@ -1,0 +1,215 @@
+"""Export a trained run to ONNX, to serve it without adaptext or PyTorch (onnxruntime, or any
+ONNX runtime), e.g. ``adaptext export runs/trec --out exported/trec``.
+
+The export directory holds ``model.onnx``, the run's ``vocab.json``, ``labels.json`` and
+``config.json``, and ``export.json``: what the graph reads and returns, how to turn text into
+its inputs, and the check made at export time. The graph reads token ids and lengths:
+
+    text [batch, length] int64       ids from vocab.json (0 = <pad>, 1 = <unk>), padded with 0
+    lengths [batch] int64            tokens per text (at least 1)
+    pair, pair_lengths               pair models: the second text, the same way
+    contexts [batch, K, length], context_lengths [batch, K]   models with several contexts
+
+and returns ``logits`` and ``probs`` [batch, classes] (softmax; sigmoid for multi-label runs,
+whose decision threshold is in labels.json). Every batch must hold at least ``min_length``
+positions (the widest filter): pad with 0 up to it, as adaptext does.
+
+The batch size and the lengths stay free in the graph. A few models unroll a loop whose
+trip count is the length (QRNN's recurrence, DPCNN's pyramid of poolings): those export with
+``--length N``, a graph for exactly N positions (pad or truncate every text to N). Tree models
+read a parse per text, which an ONNX graph does not; they are not exported.
+
+After writing the graph, the export runs it on a batch of random inputs with onnxruntime and
+compares its probabilities with PyTorch's; the largest difference is kept in export.json.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import shutil
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .data.batching import Batch
+from .data.errors import DataError
+
+INPUTS = {"text": ("text", "lengths"), "pair": ("text", "lengths", "pair", "pair_lengths"),
+          "contexts": ("text", "lengths", "contexts", "context_lengths")}
+TOLERANCE = 1e-4
+
+
+class ExportGraph(nn.Module):
+    """A model behind plain tensors: (text, lengths[, pair, pair_lengths | contexts,
+    context_lengths]) -> (logits, probs)."""
+
+    def __init__(self, model: nn.Module, kind: str, multilabel: bool):
+        super().__init__()
+        if kind not in INPUTS:
+            raise ValueError(f"{kind} models cannot be exported to ONNX: they read a parse per text")
+        self.model, self.kind, self.multilabel = model.eval(), kind, multilabel
+
+    def forward(self, text, lengths, second=None, second_lengths=None):
+        batch = Batch(index=lengths, text=text, lengths=lengths)
+        if self.kind == "pair":
+            batch.pair, batch.pair_lengths = second, second_lengths
+        elif self.kind == "contexts":
+            batch.contexts, batch.context_lengths = second, second_lengths
+        out = self.model(batch)
+        logits = out["logits"] if isinstance(out, dict) else out
+        probs = torch.sigmoid(logits) if self.multilabel else torch.softmax(logits, dim=-1)
+        return logits, probs
+
+
+def sample_inputs(kind: str, vocab_size: int, min_length: int, length: int | None, batch: int = 4,
+                  seed: int = 0, longer: int = 0) -> tuple:
+    """Random ids in ``[2, vocab_size)`` with lengths from 1 to the padded length, zero past
+    each text's end: the example the graph is traced on (and, ``longer`` positions longer
+    and with another batch size, checked with). Batch size and lengths differ from each
+    other, so the tracer cannot tie them."""
+    g = torch.Generator().manual_seed(seed)
+
+    def texts(n: int, t: int):
+        lengths = torch.randint(1, t + 1, (n,), generator=g)
+        lengths[0] = t
+        ids = torch.randint(2, max(vocab_size, 3), (n, t), generator=g)
+        return ids.masked_fill(torch.arange(t)[None, :] >= lengths[:, None], 0), lengths
+
+    t = length or max(min_length, 7) + 2 + longer
+    text, lengths = texts(batch, t)
+    if kind == "text":
+        return text, lengths
+    if kind == "pair":
+        return (text, lengths) + texts(batch, length or t + 3)
+    k = 3
+    ctx, ctx_lengths = texts(batch * k, length or t + 3)
+    ctx_lengths = ctx_lengths.view(batch, k)
+    ctx_lengths[1, 2] = 0                              # a missing context
+    ctx = ctx.view(batch, k, -1).masked_fill((ctx_lengths == 0)[..., None], 0)
+    return text, lengths, ctx, ctx_lengths
+
+
+def dynamic_shapes(kind: str, min_length: int, fixed: bool) -> tuple:
+    """torch.export dims: the batch always free; the lengths free unless ``fixed``."""
+    from torch.export import Dim
+    b = Dim("batch", min=1)
+
+    def length(name):
+        return None if fixed else Dim(name, min=max(2, min_length))
+    text = {0: b, 1: length("length")} if not fixed else {0: b}
+    if kind == "text":
+        return text, {0: b}
+    if kind == "pair":
+        return text, {0: b}, ({0: b, 1: length("pair_length")} if not fixed else {0: b}), {0: b}
+    ctx = {0: b, 1: Dim("contexts", min=1)}
+    if not fixed:
+        ctx[2] = length("context_length")
+    return text, {0: b}, ctx, {0: b, 1: ctx[1]}
+
+
+def _free_length(value_info) -> bool:
+    """Whether a graph input's last dimension (its length) is symbolic, not a fixed number.
+    (The exporter falls back to fixed shapes when a model's code fixes them.)"""
+    dims = value_info.type.tensor_type.shape.dim
+    return len(dims) < 2 or bool(dims[-1].dim_param)
+
+
+def graph_inputs(clf, inputs, length: int | None = None) -> dict:
+    """The exported graph's inputs (name -> int64 numpy array) for raw inputs (strings; dicts
+    for pair and context models), encoded as ``clf`` (``adaptext.load(RUN_DIR)``) encodes them;
+    ``length``: padded or truncated to the N positions of a ``--length N`` export."""
+    batch = clf.collate(clf._items(list(inputs)))
+    fields = {"text": (batch.text, batch.lengths), "pair": (batch.pair, batch.pair_lengths),
+              "contexts": (batch.contexts, batch.context_lengths)}
+    out = {}
+    for field in ("text", clf.kind) if clf.kind != "text" else ("text",):
+        ids, lengths = fields[field]
+        if length is not None:
+            ids = torch.nn.functional.pad(ids, (0, max(0, length - ids.shape[-1])))[..., :length]
+            lengths = lengths.clamp(max=length)
+        names = INPUTS[clf.kind][:2] if field == "text" else INPUTS[clf.kind][2:]
+        out[names[0]], out[names[1]] = ids.numpy(), lengths.numpy()
+    return out
+
+
+def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int, path, length: int | None = None,
+                 opset: int | None = None) -> dict:
+    """Write ``model`` as an ONNX graph to ``path`` and check it in onnxruntime against
+    PyTorch on inputs of another batch size (and length, unless ``length`` fixes it);
+    returns ``{"min_length", "opset", "check"}``."""
+    try:
+        import onnxruntime as ort
+    except ImportError as e:  # pragma: no cover - depends on the optional extra
+        raise RuntimeError("export needs onnx, onnxscript and onnxruntime: pip install 'adaptext[export]'") from e
+    name = type(model).__name__
+    min_length = getattr(model, "min_length", 1)
+    if length is not None and length < min_length:
+        raise ValueError(f"--length {length} is shorter than the model's widest filter ({min_length})")
+    graph = ExportGraph(model, kind, multilabel).eval()
+    names = INPUTS[kind]
+    quiet = logging.getLogger("torch.onnx")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    # the exporter swaps in a while-loop GRU / LSTM (free lengths) by editing the ops' kernels,
+    # which a dispatch cache filled by an earlier export in this process hides: clear it
+    for op in (torch.ops.aten.gru.input, torch.ops.aten.lstm.input):
+        op._dispatch_cache.clear()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")            # the exporter's own notices, not the user's concern
+            program = torch.onnx.export(graph, sample_inputs(kind, vocab_size, min_length, length), dynamo=True,
+                                        input_names=list(names), output_names=["logits", "probs"],
+                                        opset_version=opset, dynamic_shapes=dynamic_shapes(kind, min_length,
+                                                                                           length is not None))
+    finally:
+        quiet.setLevel(level)
+    if length is None and not all(_free_length(i) for i in program.model_proto.graph.input if i.name != "lengths"):
+        raise ValueError(f"{name} unrolls a loop over the text length, so its graph needs one length: export "
+                         f"with --length N (every text padded or truncated to N)")
+    path = Path(path)
+    program.save(str(path))
+    check = sample_inputs(kind, vocab_size, min_length, length, batch=5, seed=1, longer=5)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = session.run(["probs"], {n: a.numpy() for n, a in zip(names, check)})[0]
+    with torch.no_grad():
+        want = graph(*check)[1]
+    diff = float((torch.from_numpy(got) - want).abs().max())
+    if not diff <= TOLERANCE:
+        raise RuntimeError(f"the exported graph's probabilities differ from PyTorch's by {diff:.2e} "
+                           f"(more than {TOLERANCE:g}); {path} is not trustworthy")
+    opsets = [o.version for o in program.model_proto.opset_import if o.domain in ("", "ai.onnx")]
+    return {"min_length": min_length, "opset": opsets[0] if opsets else None,
+            "check": {"examples": int(check[0].shape[0]), "length": int(check[0].shape[-1]),
+                      "max_abs_diff_probs": diff}}
+
+
+def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = None, log=print) -> dict:
+    """Export the run in ``run_dir`` to ``out_dir`` (see the module docstring); its manifest."""
+    from .api import Classifier
+    from .training.rundir import write_atomic
+    run, out = Path(run_dir), Path(out_dir)
+    clf = Classifier.load(run)
+    if clf.kind not in INPUTS:
+        raise DataError(run, None, f"a {clf.kind} model ({clf.config['model']}) reads a parse per text, which an "
+                                   f"ONNX graph cannot; export supports text, pair and contexts models")
+    out.mkdir(parents=True, exist_ok=True)
+    onnx_path = out / "model.onnx"
+    done = export_model(clf.model, clf.kind, clf.labels.multilabel, len(clf.encoder.vocab), onnx_path, length, opset)
+    for name in ("vocab.json", "labels.json", "config.json"):
+        shutil.copyfile(run / name, out / name)
+    manifest = {
+        "format": "onnx", "model": clf.config["model"], "kind": clf.kind, "file": onnx_path.name,
+        "inputs": list(INPUTS[clf.kind]), "outputs": ["logits", "probs"],
+        "probabilities": "sigmoid" if clf.labels.multilabel else "softmax",
+        "length": length, "max_length": clf.config["max_length"],
+        "tokenizer": "vocab.json (tokenizer settings and tokens)", "labels": clf.labels.labels,
+        **done, "source": str(run.resolve()),
+    }
+    write_atomic(out / "export.json", manifest)
+    log(f"exported {clf.config['model']} to {onnx_path} ({onnx_path.stat().st_size / 2 ** 20:.1f} MiB); "
+        f"onnxruntime against PyTorch on {done['check']['examples']} random inputs: largest probability "
+        f"difference {done['check']['max_abs_diff_probs']:.1e}")
+    return manifest
