@@ -357,7 +357,11 @@ def cmd_export(argv) -> int:
     p.add_argument("--opset", type=int, default=None, help="ONNX opset (default: the exporter's)")
     a = p.parse_args(argv)
     from .export import export_run
-    export_run(a.run_dir, a.out, a.length, a.opset)
+    try:
+        export_run(a.run_dir, a.out, a.length, a.opset)
+    except RuntimeError as e:                 # a missing extra, or a graph that failed its check
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

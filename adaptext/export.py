@@ -65,7 +65,7 @@ class ExportGraph(nn.Module):
 
 
 def sample_inputs(kind: str, vocab_size: int, min_length: int, length: int | None, batch: int = 4,
-                  seed: int = 0, longer: int = 0) -> tuple:
+                  seed: int = 0, longer: int = 0, contexts: int = 3) -> tuple:
     """Random ids in ``[2, vocab_size)`` with lengths from 1 to the padded length, zero past
     each text's end: the example the graph is traced on (and, ``longer`` positions longer
     and with another batch size, checked with). Batch size and lengths differ from each
@@ -84,10 +84,11 @@ def sample_inputs(kind: str, vocab_size: int, min_length: int, length: int | Non
         return text, lengths
     if kind == "pair":
         return (text, lengths) + texts(batch, length or t + 3)
-    k = 3
+    k = contexts
     ctx, ctx_lengths = texts(batch * k, length or t + 3)
     ctx_lengths = ctx_lengths.view(batch, k)
-    ctx_lengths[1, 2] = 0                              # a missing context
+    ctx_lengths[1, -1] = 0                             # a missing context
+    ctx_lengths[2, :] = 0                              # a text with no context at all
     ctx = ctx.view(batch, k, -1).masked_fill((ctx_lengths == 0)[..., None], 0)
     return text, lengths, ctx, ctx_lengths
 
@@ -117,19 +118,26 @@ def _free_length(value_info) -> bool:
     return len(dims) < 2 or bool(dims[-1].dim_param)
 
 
+def graph_min_length(model) -> int:
+    """The fewest positions a batch of the graph holds: the widest filter, and at least 2
+    (the graph is traced for lengths from 2; padding never changes a text's output)."""
+    return max(2, getattr(model, "min_length", 1))
+
+
 def graph_inputs(clf, inputs, length: int | None = None) -> dict:
     """The exported graph's inputs (name -> int64 numpy array) for raw inputs (strings; dicts
     for pair and context models), encoded as ``clf`` (``adaptext.load(RUN_DIR)``) encodes them;
-    ``length``: padded or truncated to the N positions of a ``--length N`` export."""
+    ``length``: padded or truncated to the N positions of a ``--length N`` export (texts
+    longer than N are cut, as ``max_length`` cuts them in ``predict``)."""
     batch = clf.collate(clf._items(list(inputs)))
     fields = {"text": (batch.text, batch.lengths), "pair": (batch.pair, batch.pair_lengths),
               "contexts": (batch.contexts, batch.context_lengths)}
     out = {}
     for field in ("text", clf.kind) if clf.kind != "text" else ("text",):
         ids, lengths = fields[field]
-        if length is not None:
-            ids = torch.nn.functional.pad(ids, (0, max(0, length - ids.shape[-1])))[..., :length]
-            lengths = lengths.clamp(max=length)
+        n = length if length is not None else max(ids.shape[-1], graph_min_length(clf.model))
+        ids = torch.nn.functional.pad(ids, (0, max(0, n - ids.shape[-1])))[..., :n]
+        lengths = lengths.clamp(max=n)
         names = INPUTS[clf.kind][:2] if field == "text" else INPUTS[clf.kind][2:]
         out[names[0]], out[names[1]] = ids.numpy(), lengths.numpy()
     return out
@@ -141,11 +149,14 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
     PyTorch on inputs of another batch size (and length, unless ``length`` fixes it);
     returns ``{"min_length", "opset", "check"}``."""
     try:
+        import onnx  # noqa: F401
         import onnxruntime as ort
+        import onnxscript  # noqa: F401
     except ImportError as e:  # pragma: no cover - depends on the optional extra
-        raise RuntimeError("export needs onnx, onnxscript and onnxruntime: pip install 'adaptext[export]'") from e
+        raise RuntimeError(f"export needs onnx, onnxscript and onnxruntime ({e.name} is missing): "
+                           f"pip install 'adaptext[export]'") from e
     name = type(model).__name__
-    min_length = getattr(model, "min_length", 1)
+    min_length = graph_min_length(model)
     if length is not None and length < min_length:
         raise ValueError(f"--length {length} is shorter than the model's widest filter ({min_length})")
     graph = ExportGraph(model, kind, multilabel).eval()
@@ -166,20 +177,24 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
                                                                                            length is not None))
     finally:
         quiet.setLevel(level)
-    if length is None and not all(_free_length(i) for i in program.model_proto.graph.input if i.name != "lengths"):
+    if length is None and not all(_free_length(i) for i in program.model_proto.graph.input
+                                  if not i.name.endswith("lengths")):
         raise ValueError(f"{name} unrolls a loop over the text length, so its graph needs one length: export "
                          f"with --length N (every text padded or truncated to N)")
     path = Path(path)
-    program.save(str(path))
-    check = sample_inputs(kind, vocab_size, min_length, length, batch=5, seed=1, longer=5)
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    unchecked = path.with_name(path.name + ".unchecked")
+    program.save(str(unchecked))
+    check = sample_inputs(kind, vocab_size, min_length, length, batch=5, seed=1, longer=5, contexts=2)
+    session = ort.InferenceSession(str(unchecked), providers=["CPUExecutionProvider"])
     got = session.run(["probs"], {n: a.numpy() for n, a in zip(names, check)})[0]
     with torch.no_grad():
         want = graph(*check)[1]
     diff = float((torch.from_numpy(got) - want).abs().max())
     if not diff <= TOLERANCE:
+        unchecked.unlink()
         raise RuntimeError(f"the exported graph's probabilities differ from PyTorch's by {diff:.2e} "
-                           f"(more than {TOLERANCE:g}); {path} is not trustworthy")
+                           f"(more than {TOLERANCE:g}): not written")
+    unchecked.replace(path)
     opsets = [o.version for o in program.model_proto.opset_import if o.domain in ("", "ai.onnx")]
     return {"min_length": min_length, "opset": opsets[0] if opsets else None,
             "check": {"examples": int(check[0].shape[0]), "length": int(check[0].shape[-1]),
@@ -196,6 +211,7 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
         raise DataError(run, None, f"a {clf.kind} model ({clf.config['model']}) reads a parse per text, which an "
                                    f"ONNX graph cannot; export supports text, pair and contexts models")
     out.mkdir(parents=True, exist_ok=True)
+    (out / "export.json").unlink(missing_ok=True)          # no manifest of an earlier export beside a new graph
     onnx_path = out / "model.onnx"
     done = export_model(clf.model, clf.kind, clf.labels.multilabel, len(clf.encoder.vocab), onnx_path, length, opset)
     for name in ("vocab.json", "labels.json", "config.json"):
@@ -205,7 +221,11 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
         "inputs": list(INPUTS[clf.kind]), "outputs": ["logits", "probs"],
         "probabilities": "sigmoid" if clf.labels.multilabel else "softmax",
         "length": length, "max_length": clf.config["max_length"],
-        "tokenizer": "vocab.json (tokenizer settings and tokens)", "labels": clf.labels.labels,
+        "fixed_length": getattr(clf.model, "fixed_length", 0) or None,
+        "encoding": "tokenise with vocab.json's tokenizer settings; ids from its tokens (else 1, <unk>); cut at "
+                    "max_length (and fixed_length, length when set); an empty text is one <unk>; pad with 0 to the "
+                    "batch's longest text and at least min_length positions (exactly length when set)",
+        "labels": clf.labels.labels,
         **done, "source": str(run.resolve()),
     }
     write_atomic(out / "export.json", manifest)

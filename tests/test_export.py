@@ -1,6 +1,8 @@
-"""ONNX export: the graph in onnxruntime gives the probabilities the run gives in PyTorch, on
-real texts of several lengths, for single-text and pair models; models whose graph depends on
-the length say so and export at a fixed one; tree models are refused with a clear error."""
+"""ONNX export: a single-text and a pair model's graphs in onnxruntime give the probabilities
+their runs give in PyTorch on real texts of several lengths; every registered text / pair /
+contexts model exports and passes the export's own check on inputs of another shape; models
+whose graph depends on the length say so and export at a fixed one; a graph that fails its check
+is not written; tree models are refused with a clear error."""
 import json
 
 import numpy as np
@@ -53,6 +55,7 @@ def test_kim_cnn_onnx_matches_pytorch_on_real_texts(kim_run, tmp_path):
     manifest = json.loads((out / "export.json").read_text())
     assert manifest["inputs"] == ["text", "lengths"] and manifest["length"] is None
     assert manifest["min_length"] == 5 and manifest["check"]["max_abs_diff_probs"] < 1e-4
+    assert manifest["fixed_length"] is None and "empty text" in manifest["encoding"]
     for name in ("vocab.json", "labels.json", "config.json"):
         assert (out / name).read_bytes() == (kim_run / name).read_bytes()
     clf = adaptext.load(kim_run)
@@ -126,4 +129,27 @@ def test_every_registered_model_exports(name, kind, tmp_path):
     length = 24 if name in FIXED_LENGTH else None
     done = export_model(model, kind, False, model.spec.vocab_size, tmp_path / "m.onnx", length)
     assert done["check"]["max_abs_diff_probs"] < 1e-5          # checked on another batch size and length
-    assert done["check"]["length"] == 24 if length else done["check"]["length"] > max(done["min_length"], 7) + 2
+    import onnx
+    dims = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim]
+            for i in onnx.load(str(tmp_path / "m.onnx")).graph.input}
+    assert isinstance(dims["text"][0], str)                                 # the batch is free
+    assert dims["text"][1] == 24 if length else isinstance(dims["text"][1], str)
+
+
+def test_join_contexts_is_the_same_in_an_exported_graph(monkeypatch):
+    from adaptext.models.attconv import join_contexts
+    ctx = torch.tensor([[[0, 0], [5, 6], [7, 0]], [[0, 0], [0, 0], [0, 0]], [[1, 2], [3, 0], [4, 4]]])
+    lens = torch.tensor([[0, 2, 1], [0, 0, 0], [2, 1, 2]])
+    eager, total = join_contexts(ctx, lens)
+    assert eager.tolist() == [[5, 6, 7, 0, 0], [0, 0, 0, 0, 0], [1, 2, 3, 4, 4]] and total.tolist() == [3, 0, 5]
+    monkeypatch.setattr(torch.compiler, "is_exporting", lambda: True)
+    wide, total2 = join_contexts(ctx, lens)
+    assert wide.shape == (3, 6) and torch.equal(wide[:, :5], eager) and not wide[:, 5:].any()
+    assert torch.equal(total, total2)
+
+
+def test_a_graph_that_fails_its_check_is_not_written(kim_run, tmp_path, monkeypatch):
+    import adaptext.export as E
+    monkeypatch.setattr(E, "TOLERANCE", -1.0)
+    assert main(["export", str(kim_run), "--out", str(tmp_path / "bad")]) == 2
+    assert not (tmp_path / "bad" / "model.onnx").exists() and not (tmp_path / "bad" / "export.json").exists()
