@@ -90,7 +90,7 @@ def main() -> None:
             def onnx_run(ids, lengths):
                 return session.run(["probs"], {"text": ids.numpy(), "lengths": lengths.numpy()})[0]
 
-            for size, count in ((64, 2 if a.quick else 8), (1, 8 if a.quick else 200)):
+            for size, count in ((64, 2 if a.quick else 40), (1, 8 if a.quick else 500)):
                 data = batches(size, count, done["min_length"])
                 base = rate(torch_run, data, repeats)
                 fast = rate(onnx_run, data, repeats)
