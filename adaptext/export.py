@@ -94,21 +94,19 @@ def sample_inputs(kind: str, vocab_size: int, min_length: int, length: int | Non
 
 
 def dynamic_shapes(kind: str, min_length: int, fixed: bool) -> tuple:
-    """torch.export dims: the batch always free; the lengths free unless ``fixed``."""
+    """torch.export dims: the batch (and the number of contexts) always free; the lengths free,
+    from ``min_length``, unless ``fixed``."""
     from torch.export import Dim
     b = Dim("batch", min=1)
 
-    def length(name):
-        return None if fixed else Dim(name, min=max(2, min_length))
-    text = {0: b, 1: length("length")} if not fixed else {0: b}
+    def ids(*dims, length: str):
+        return {0: b, **dict(enumerate(dims, 1)), len(dims) + 1: None if fixed else Dim(length, min=min_length)}
     if kind == "text":
-        return text, {0: b}
+        return ids(length="length"), {0: b}
     if kind == "pair":
-        return text, {0: b}, ({0: b, 1: length("pair_length")} if not fixed else {0: b}), {0: b}
-    ctx = {0: b, 1: Dim("contexts", min=1)}
-    if not fixed:
-        ctx[2] = length("context_length")
-    return text, {0: b}, ctx, {0: b, 1: ctx[1]}
+        return ids(length="length"), {0: b}, ids(length="pair_length"), {0: b}
+    k = Dim("contexts", min=1)
+    return ids(length="length"), {0: b}, ids(k, length="context_length"), {0: b, 1: k}
 
 
 def _free_length(value_info) -> bool:

@@ -90,6 +90,21 @@ def _fmt(v):
 
 
 # ---------------------------------------------------------------------------- accuracy tables
+def speed_args(doc: str):
+    """The command line of a speed script: ``--quick`` (tiny sizes: checks the script runs),
+    ``--threads`` (set for torch here; default 2, the reference machine's cores), ``--out``."""
+    import argparse
+
+    import torch
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="tiny sizes: checks the script runs")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    return a
+
+
 def train_cell(opts: dict, keep: Path | None = None) -> dict:
     """Train one (model, options, dataset, seed) run; its metrics. The run directory is ``keep``
     when given (for scripts that read its predictions later), else a temporary one. A kept run that

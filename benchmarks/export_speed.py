@@ -13,7 +13,6 @@ PyTorch.
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, ROOT, stats, write  # noqa: E402
+from common import DATA, ROOT, speed_args, stats, write  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from adaptext.data.readers import read_trec_raw  # noqa: E402
@@ -63,12 +62,7 @@ def rate(run, data, repeats: int) -> list[float]:
 
 def main() -> None:
     import onnxruntime as ort
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="tiny sizes: checks the script runs")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=None)
-    a = ap.parse_args()
-    torch.set_num_threads(a.threads)
+    a = speed_args(__doc__)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads, opts.inter_op_num_threads = a.threads, 1
     repeats = 2 if a.quick else 5

@@ -15,7 +15,6 @@ positions (baseline) and stopping at the longest text (the default).
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -25,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, ROOT, stats, write  # noqa: E402
+from common import DATA, ROOT, speed_args, stats, write  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from adaptext.data.batching import Batch  # noqa: E402
@@ -74,12 +73,7 @@ def examples_per_s(model, data, steps, repeats) -> list[float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="tiny sizes: checks the script runs")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=None)
-    a = ap.parse_args()
-    torch.set_num_threads(a.threads)
+    a = speed_args(__doc__)
     S = QUICK if a.quick else PAPER
     base = {k: S[k] for k in ("embed_dim", "filters", "blocks", "fixed_length")}
     adaptive = {"generation": "hashed", **{k: S[k] for k in ("context_dim", "pool_size", "num_importance") if k in S}}
