@@ -154,7 +154,8 @@ def main():
              "3 runs of each loop, 3 epochs each, 2 CPU threads, examples/s over the training passes only. "
              "Variant 'rand, wide' (--wide): every filter also slides over windows that overlap the sentence edges "
              "(zero padding of width - 1 on both sides), as Kim's released code pads each sentence with zeros; the "
-             "other rows use the paper's narrow convolution (Eq. 2).")
+             "other rows use the paper's narrow convolution (Eq. 2). Variants ending 'N epochs' (--patience >= --epochs) "
+             "follow Kim's released code: N epochs with no early stopping, the best dev epoch's weights tested.")
     if a.merge:
         common.write_merged("kim_table", a.merge, notes, out=a.out)
         return
@@ -169,7 +170,8 @@ def main():
                 acc, sec = run_cnn(variant, ds, seed, a.epochs, a.patience, a.accelerator, a.wide)
                 accs.append(acc); secs.append(sec)
                 print(f"kim_cnn {variant} {ds} seed {seed}: {acc:.2f} ({sec:.0f}s)", flush=True)
-            rows.append({"model": "kim_cnn", "variant": variant + (", wide" if a.wide else ""), "dataset": ds,
+            label = variant + (", wide" if a.wide else "") + (f", {a.epochs} epochs" if a.patience >= a.epochs else "")
+            rows.append({"model": "kim_cnn", "variant": label, "dataset": ds,
                          "split": "test" if ds not in ("mr", "subj") else "10-fold CV", "metric": "accuracy", **common.stats(accs), "paper": PAPER[variant][ds],
                          "seconds": round(float(np.mean(secs)), 1)})
     if "fasttext" in parts:
