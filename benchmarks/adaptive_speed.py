@@ -44,10 +44,12 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from adaptext.data.batching import Batch  # noqa: E402
 from adaptext.nn.adaptive import AdaptiveConv1d  # noqa: E402
 from adaptext.registry import create_model  # noqa: E402
+from common import quick_note  # noqa: E402
 
 PAPER = dict(embed_dim=300, filters=100, vocab=20000, batch=128, lengths=(50, 300), context_dim=600,
              pool_size=20, num_importance=5, steps=3, repeats=3, naive_steps=1)
@@ -273,7 +275,7 @@ def main(argv=None):
                   "each sample's filters alone and convolves with F.conv1d; both forms compute the GRU context "
                   "batched. layer_examples_per_s rows: the three adaptive convolutions alone (forward + backward "
                   "from a given input and context), fast against naive. hashed-attention-only: the w/o-GRU context "
-                  "of Table 4." + (" QUICK RUN: tiny sizes, not a measurement." if args.quick else "")),
+                  "of Table 4." + quick_note(args.quick)),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -105,6 +105,11 @@ def speed_args(doc: str):
     return a
 
 
+def quick_note(quick: bool) -> str:
+    """The sentence a ``--quick`` run adds to its notes, so nobody quotes it."""
+    return " QUICK RUN: tiny sizes, not a measurement." if quick else ""
+
+
 def train_cell(opts: dict, keep: Path | None = None) -> dict:
     """Train one (model, options, dataset, seed) run; its metrics. The run directory is ``keep``
     when given (for scripts that read its predictions later), else a temporary one. A kept run that

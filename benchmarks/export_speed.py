@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, ROOT, speed_args, stats, write  # noqa: E402
+from common import DATA, ROOT, quick_note, speed_args, stats, write  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from adaptext.data.readers import read_trec_raw  # noqa: E402
@@ -100,7 +100,7 @@ def main() -> None:
           f"Prediction examples/s, {a.threads} threads for both (torch.set_num_threads; onnxruntime intra-op "
           f"threads), {repeats} repeats after one warm-up batch; paper sizes, random weights, vocabulary {VOCAB}; "
           "ratios against PyTorch in the same run. Each graph passed the export's check first."
-          + (" QUICK RUN: tiny sizes, not a measurement." if a.quick else ""), a.out)
+          + quick_note(a.quick), a.out)
 
 
 if __name__ == "__main__":

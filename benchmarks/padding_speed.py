@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, ROOT, speed_args, stats, write  # noqa: E402
+from common import DATA, ROOT, quick_note, speed_args, stats, write  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 from adaptext.data.batching import Batch  # noqa: E402
@@ -101,7 +101,7 @@ def main() -> None:
           f"Batch {S['batch']} of {S['fixed_length']} positions holding TREC training questions drawn at random "
           f"(mean length {mean_len:.1f} words); {S['repeats']} repeats of {S['steps']} training steps after one "
           "warm-up, examples/s per repeat; ratios against the same model over all positions, in the same run."
-          + (" QUICK RUN: tiny sizes, not a measurement." if a.quick else ""), a.out)
+          + quick_note(a.quick), a.out)
 
 
 if __name__ == "__main__":
