@@ -134,20 +134,25 @@ def run_name(model: str, label: str, dataset: str, seed: int) -> str:
     return f"{model}-{slug}-{dataset}-seed{seed}"
 
 
+# the provenance list a merge appends to its notes (the last "Merged from: ..." outside backquotes)
+MERGED_FROM = re.compile(r"Merged from(?: \d+ slices)?: (.*?)\.(?: |$)(?=[^`]*$)")
+
+
 def write_merged(name: str, files: list, notes: str | None = None, extra: str = "", out=None) -> Path:
     """Pool the slices in ``files`` (result files of one benchmark) into one result file. Its notes:
     ``notes``, or else every sentence of the slices' notes once, then each slice's command,
     machine and commit, then ``extra``."""
     docs = [json.loads(Path(f).read_text()) for f in files]
     if notes is None:
-        sentences = [x.strip() for d in docs for x in re.split(r"(?<=\.) ", d.get("notes", "")) if x.strip()]
+        own = [MERGED_FROM.sub("", d.get("notes", "")) for d in docs]   # a merged slice's list is kept below
+        sentences = [x.strip() for n in own for x in re.split(r"(?<=\.) ", n) if x.strip()]
         notes = " ".join(dict.fromkeys(sentences))
     generic = [_provenance(d, generic=True) for d in docs]      # slices differing only in seed / output
     counts = Counter(generic)
     cmds = "; ".join(dict.fromkeys(f"{g} (x{counts[g]} slices)" if counts[g] > 1 else _provenance(d)
                                    for d, g in zip(docs, generic)))
     rows = merge_docs(docs)
-    machines = list(dict.fromkeys(r["machine"] for r in rows))
+    machines = list(dict.fromkeys(m for r in rows for m in r["machine"].split(MACHINES_SEP)))
     where = machines[0] if len(machines) == 1 else "several (each row's machine field): " + "; ".join(machines)
     return write(name, rows, f"{notes} Merged from: {cmds}. {extra}".rstrip(), out, where)
 
@@ -156,13 +161,16 @@ def _provenance(doc: dict, generic: bool = False) -> str:
     """A slice's command, machine and commit; for a slice that is itself a merge, its own list.
     ``generic``: the seed and output file written as S and SLICE (one line for slices that differ
     only in those)."""
-    m = re.search(r"Merged from(?: \d+ slices)?: (.*?)\.(?: |$)(?=[^`]*$)", doc.get("notes", ""))
+    m = MERGED_FROM.search(doc.get("notes", ""))
     if m:
         return m.group(1)
     cmd = doc["command"]
     if generic:
         cmd = re.sub(r"--out \S+", "--out SLICE.json", re.sub(r"--seed \d+", "--seed S", cmd))
     return f"`{cmd}` ({doc['machine']}, commit {doc['commit'][:7]})"
+
+
+MACHINES_SEP = " + "   # a merged row measured on several machines names each once, in this order
 
 
 def merge_docs(docs: list[dict]) -> list[dict]:
@@ -172,14 +180,15 @@ def merge_docs(docs: list[dict]) -> list[dict]:
     for d in docs:
         for r in d["rows"]:
             key = (r["model"], r.get("variant"), r.get("dataset"), r["metric"])
-            g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=r.get("machine", d["machine"])))
+            g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=[]))
             g["values"] += r.get("values", [r.get("mean")])
             g["_secs"].append(r.get("seconds"))
-            where = r.get("machine", d["machine"])
-            if where not in g["machine"].split(" + "):              # seeds measured on several machines
-                g["machine"] += f" + {where}"
+            for where in r.get("machine", d["machine"]).split(MACHINES_SEP):   # a merged row lists several
+                if where not in g["machine"]:                   # seeds measured on several machines
+                    g["machine"].append(where)
     rows = []
     for r in groups.values():
+        r["machine"] = MACHINES_SEP.join(r["machine"])
         secs = [x for x in r.pop("_secs") if x is not None]
         if "ratio" not in r:
             r.update(stats(r["values"]))

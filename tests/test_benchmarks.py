@@ -1,12 +1,14 @@
-"""The benchmark tables' run helper: a kept run directory is read back when finished and resumed
-when its slice was killed, so a time-limited machine loses no finished epoch."""
+"""The benchmark tables' helpers: a kept run directory is read back when finished and resumed
+when its slice was killed, so a time-limited machine loses no finished epoch; slices run apart
+(other seeds, other machines) merge into one table."""
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from common import train_cell  # noqa: E402
+from common import train_cell, write_merged  # noqa: E402
 
 OPTS = {"model": "kim_cnn", "data": "trec-demo", "seed": 2, "filters": 8, "embed_dim": 16, "max_length": 20,
         "patience": 5, "threads": 1}
@@ -29,3 +31,26 @@ def test_kept_run_is_read_back_or_resumed(tmp_path):
         assert resumed[split]["accuracy"] == whole[split]["accuracy"]
         assert resumed[split]["confusion_matrix"] == whole[split]["confusion_matrix"]
     assert resumed["info"]["train_seconds"] > first["info"]["train_seconds"]
+
+
+def _slice(path, machine, rows, notes="One slice."):
+    doc = {"benchmark": "t", "command": f"python t.py --out {path.name}", "commit": "0" * 40, "date": "2026-11-23",
+           "machine": machine, "rows": rows, "notes": notes}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_merging_a_merge_pools_seeds_and_names_each_machine_once(tmp_path):
+    cpu, gpu = "2 cores, CPU only", "16 cores, GPU H100"
+    row = lambda v: {"model": "m", "variant": "-", "dataset": "d", "metric": "accuracy", "mean": v, "seconds": 10.0}
+    first = write_merged("t", [_slice(tmp_path / "a.json", gpu, [row(80.0)]),
+                               _slice(tmp_path / "b.json", cpu, [row(82.0)])], out=tmp_path / "first.json")
+    again = write_merged("t", [first, _slice(tmp_path / "c.json", gpu, [row(84.0)]),
+                               _slice(tmp_path / "d.json", cpu, [row(90.0) | {"model": "other"}])],
+                         out=tmp_path / "again.json")
+    doc = json.loads(again.read_text())
+    (m,) = [r for r in doc["rows"] if r["model"] == "m"]
+    assert m["values"] == [80.0, 82.0, 84.0] and m["mean"] == 82.0 and m["n"] == 3
+    assert m["machine"] == f"{gpu} + {cpu}"                         # each machine once, however often merged
+    assert doc["machine"] == f"several (each row's machine field): {gpu}; {cpu}"
+    assert doc["notes"].count("python t.py") == 4                   # every slice's command kept once
