@@ -1,6 +1,7 @@
 """Readers on real lines of every upstream format, and the one-line errors of bad input."""
 import gzip
 import json
+from functools import partial
 
 import pytest
 
@@ -189,6 +190,30 @@ def test_bad_lines_skipped_are_counted(tmp_path, capsys):
     assert code == 0
     m = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert m["info"]["bad_lines_skipped"] == 4      # 2 bad lines, read as train and as test
+
+
+@pytest.mark.parametrize("fmt", ["header", "no_header", "zhang"])
+def test_malformed_csv_row_is_skipped_and_the_rest_read(tmp_path, fmt):
+    """A row the csv module rejects (a quote inside a field) is reported at the line it starts on;
+    the rows after it are all read, each named by its own line, also after a quoted field that
+    spans two lines."""
+    if fmt == "zhang":
+        p = write(tmp_path, "train.csv", '"1","a question","its body"\n"2","two\nlines","x"\n'
+                                         '"1","bro"ken,"y"\n"2","after it","z"\n"1","last","w"\n')
+        read, first = R.read_zhang_csv, 1
+    else:
+        body = 'a question,1\n"two\nlines",2\nbro"ken,"y"z\nafter it,2\nlast,1\n'
+        p = write(tmp_path, "train.csv", ("text,label\n" if fmt == "header" else "") + body)
+        first = 2 if fmt == "header" else 1
+        read = R.read_table if fmt == "header" else partial(R.read_table, header=False, text_col=0, label_col=1)
+    bad = BadLines("skip")
+    ex = read(p, bad)
+    assert [(e.text.split()[0], e.label, e.where) for e in ex] == [
+        ("a", "1", f"{p}:{first}"), ("two", "2", f"{p}:{first + 1}"),
+        ("after", "2", f"{p}:{first + 4}"), ("last", "1", f"{p}:{first + 5}")]
+    assert bad.skipped == [f"{p}:{first + 3}: malformed CSV row (',' expected after '\"')"]
+    with pytest.raises(DataError, match=rf"train.csv:{first + 3}: malformed CSV row"):
+        read(p, BadLines())
 
 
 def test_embeddings_with_varying_dimension(tmp_path):

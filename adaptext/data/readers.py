@@ -140,6 +140,28 @@ def read_fasttext(path, bad: BadLines | None = None, encoding: str = "utf-8", pr
     return out
 
 
+# ------------------------------------------------------------ CSV rows
+def csv_rows(reader, path, bad: BadLines, first: list | None = None):
+    """``(line, row)`` for each non-blank row of a ``csv.reader``, ``line`` where the row starts
+    (a quoted field may span lines). A malformed row is reported to ``bad`` and the reading goes
+    on after it. ``first``: a row already read from ``reader`` (a headerless file's first row)."""
+    if first is not None:
+        yield 1, first
+    lineno = reader.line_num + 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            bad(path, lineno, f"malformed CSV row ({e})")
+            lineno = reader.line_num + 1
+            continue
+        start, lineno = lineno, reader.line_num + 1
+        if row and not (len(row) == 1 and not row[0].strip()):
+            yield start, row
+
+
 # ------------------------------------------------------------ Zhang CSV (AG News, ...)
 def unescape_zhang(s: str) -> str:
     # the releases write a line break as "\n" (and, in AG News, often as a lone "\")
@@ -153,20 +175,8 @@ def read_zhang_csv(path, bad: BadLines | None = None, encoding: str = "utf-8", c
     if class_names is None and (path.parent / "classes.txt").exists():
         class_names = [l for _, l in iter_lines(path.parent / "classes.txt", "utf-8") if l.strip()]
     text = read_text(path, encoding)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     out = []
-    lineno = 1
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as e:
-            bad(path, reader.line_num, f"malformed CSV row ({e})")
-            continue
-        start, lineno = lineno, reader.line_num + 1
-        if not row:
-            continue
+    for start, row in csv_rows(csv.reader(io.StringIO(text, newline=""), strict=True), path, bad):
         if len(row) < 2:
             bad(path, start, f"expected class,title[,description...], found {len(row)} field(s)")
             continue
@@ -219,24 +229,10 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
                 raise DataError(path, 1, f"no {role} column {name!r} in the header (columns: {', '.join(cols)})")
             return cols[name]
         ti, pi, li = idx(text_col, "text"), idx(pair_col, "pair"), idx(label_col, "label") if label_col else None
-        rows = reader
-        lineno = reader.line_num + 1
     else:
         ti, pi, li = int(text_col), (int(pair_col) if pair_col is not None else None), (int(label_col) if label_col is not None else None)
-        rows = _chain([first], reader)
-        lineno = 1
     need = max(x for x in (ti, pi, li) if x is not None) + 1
-    while True:
-        try:
-            row = next(rows)
-        except StopIteration:
-            break
-        except csv.Error as e:
-            bad(path, reader.line_num, f"malformed CSV row ({e})")
-            continue
-        start, lineno = lineno, reader.line_num + 1
-        if not row or (len(row) == 1 and not row[0].strip()):
-            continue
+    for start, row in csv_rows(reader, path, bad, first=None if header else first):
         if len(row) < need:
             bad(path, start, f"expected at least {need} fields, found {len(row)}")
             continue
@@ -254,11 +250,6 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
         else:
             out.append(TextExample(txt, label, _where(path, start)))
     return out
-
-
-def _chain(first, rest):
-    yield from first
-    yield from rest
 
 
 # ------------------------------------------------------------ JSONL
