@@ -124,19 +124,18 @@ def cmd_predict(argv) -> int:
     a = p.parse_args(argv)
     from . import load
     clf = load(a.run_dir)
-    src = open(a.file, encoding="utf-8") if a.file else sys.stdin
+    from .data.readers import iter_lines
     name = a.file or "<stdin>"
+    lines = iter_lines(a.file, "utf-8") if a.file else enumerate((l.rstrip("\r\n") for l in sys.stdin), 1)
     inputs = []
-    with src:
-        for i, line in enumerate(src, 1):
-            line = line.rstrip("\n")
-            if line.lstrip().startswith("{"):
-                try:
-                    inputs.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise DataError(name, i, f"invalid JSON ({e.msg})") from None
-            else:
-                inputs.append(line)
+    for i, line in lines:
+        if line.lstrip().startswith("{"):
+            try:
+                inputs.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise DataError(name, i, f"invalid JSON ({e.msg})") from None
+        else:
+            inputs.append(line)
     for d in clf.predict(inputs, a.batch_size):
         print(json.dumps(d))
     return 0

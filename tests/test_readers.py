@@ -216,6 +216,30 @@ def test_malformed_csv_row_is_skipped_and_the_rest_read(tmp_path, fmt):
         read(p, BadLines())
 
 
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "fasttext"])
+def test_undecodable_line_is_skipped_and_counted(tmp_path, fmt):
+    """A line that is not UTF-8 is an error naming its line, or under skip left out while every
+    other line is read with its own line number."""
+    texts = ["first one", "caf\xe9 au lait", "third one", "fourth one"]
+    line = {"csv": lambda t: f"{t},a", "jsonl": lambda t: json.dumps({"text": t, "label": "a"}, ensure_ascii=False),
+            "fasttext": lambda t: f"__label__a {t}"}[fmt]
+    head = "text,label\n" if fmt == "csv" else ""
+    p = write(tmp_path, f"train.{fmt}", (head + "".join(line(t) + "\n" for t in texts)).encode("latin-1"), "wb")
+    first = 2 if fmt == "csv" else 1
+    with pytest.raises(DataError, match=rf"train.{fmt}:{first + 1}: byte 0xe9"):
+        R.read_file(p, fmt, BadLines())
+    bad = BadLines("skip")
+    ex = R.read_file(p, fmt, bad)
+    assert [(e.text, e.where) for e in ex] == [(t, f"{p}:{first + k}") for k, t in enumerate(texts) if k != 1]
+    assert bad.count == 1 and bad.skipped[0].startswith(f"{p}:{first + 1}: byte 0xe9")
+
+
+def test_jsonl_text_that_is_not_a_string_is_reported(tmp_path):
+    p = write(tmp_path, "d.jsonl", '{"text": "fine", "label": "a"}\n{"text": 42, "label": "b"}\n')
+    with pytest.raises(DataError, match=r"d.jsonl:2: 'text' must be a string, found int"):
+        R.read_jsonl(p)
+
+
 def test_embeddings_with_varying_dimension(tmp_path):
     from adaptext.data.embeddings import read_vectors
     p = write(tmp_path, "vec.txt", "the 0.1 0.2 0.3\ncat 0.1 0.2\n")

@@ -82,6 +82,15 @@ def test_predict_cli_reads_stdin(demo_run, monkeypatch, capsys):
     assert len(lines) == 2 and set(lines[0]) >= {"label", "probs"}
 
 
+def test_predict_cli_file_errors_name_file_and_line(demo_run, tmp_path, capsys):
+    f = tmp_path / "in.txt"
+    f.write_bytes("How far is the moon ?\ncaf\xe9 ?\n".encode("latin-1"))
+    assert main(["predict", str(demo_run[0]), str(f)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {f}:2: byte 0xe9 at column 4 is not valid utf-8")
+    assert main(["predict", str(demo_run[0]), str(tmp_path / "none.txt")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'none.txt'}: no such file"
+
+
 def test_models_and_datasets_commands(capsys):
     assert main(["models"]) == 0
     assert "kim_cnn" in capsys.readouterr().out

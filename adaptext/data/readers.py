@@ -46,26 +46,34 @@ def decode_line(raw: bytes, path, lineno: int, encoding: str) -> str:
                         f"{encoding} (try --encoding cp1252 or latin-1)") from None
 
 
-def iter_lines(path, encoding: str = "auto") -> Iterator[tuple[int, str]]:
-    """(line number, text without its line ending) for every line of a file."""
+def iter_lines(path, encoding: str = "auto", bad: BadLines | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, text without its line ending) for every line of a file. A line that does not
+    decode raises, or with ``bad`` is reported to it (and, under ``skip``, left out)."""
     data = open_bytes(path)
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
     for i, raw in enumerate(lines, 1):
-        yield i, decode_line(raw.rstrip(b"\r"), path, i, encoding)
+        try:
+            yield i, decode_line(raw.rstrip(b"\r"), path, i, encoding)
+        except DataError as e:
+            if bad is None:
+                raise
+            bad(path, i, e.problem)
 
 
-def read_text(path, encoding: str = "utf-8") -> str:
+def read_text(path, encoding: str = "utf-8", bad: BadLines | None = None) -> str:
+    """The whole file decoded (for formats whose records may span lines). With ``bad``, a line
+    that does not decode is reported and, under ``skip``, read as an empty line, so the lines
+    after it keep their numbers."""
     data = open_bytes(path)
-    if encoding == "auto":
-        return "\n".join(t for _, t in iter_lines(path, "auto"))
-    try:
-        return data.decode(encoding)
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise DataError(path, line, f"byte 0x{data[e.start]:02x} is not valid {encoding} "
-                        f"(try --encoding cp1252 or latin-1)") from None
+    if encoding != "auto":
+        try:
+            return data.decode(encoding)
+        except UnicodeDecodeError:
+            pass
+    good = dict(iter_lines(path, encoding, bad))
+    return "\n".join(good.get(i, "") for i in range(1, data.count(b"\n") + 2))
 
 
 def _where(path, lineno):
@@ -84,7 +92,7 @@ def read_kim(path, bad: BadLines | None = None, encoding: str = "auto", label_na
     """``label text`` per line (MR, SUBJ, TREC ``.all``, SST ``stsa.*``)."""
     bad = bad or BadLines()
     out = []
-    for i, line in iter_lines(path, encoding):
+    for i, line in iter_lines(path, encoding, bad):
         if not line.strip():
             continue
         label, _, text = line.strip().partition(" ")
@@ -104,7 +112,7 @@ def read_trec_raw(path, bad: BadLines | None = None, fine: bool = False, encodin
     """Raw TREC ``COARSE:fine question`` lines; 6 coarse classes or the 50 fine ones."""
     bad = bad or BadLines()
     out = []
-    for i, line in iter_lines(path, encoding):
+    for i, line in iter_lines(path, encoding, bad):
         if not line.strip():
             continue
         label, _, text = line.strip().partition(" ")
@@ -122,7 +130,7 @@ def read_fasttext(path, bad: BadLines | None = None, encoding: str = "utf-8", pr
     """``__label__a [__label__b ...] text``; several labels make a multi-label example."""
     bad = bad or BadLines()
     out = []
-    for i, line in iter_lines(path, encoding):
+    for i, line in iter_lines(path, encoding, bad):
         if not line.strip():
             continue
         toks = line.split()
@@ -174,7 +182,7 @@ def read_zhang_csv(path, bad: BadLines | None = None, encoding: str = "utf-8", c
     path = Path(path)
     if class_names is None and (path.parent / "classes.txt").exists():
         class_names = [l for _, l in iter_lines(path.parent / "classes.txt", "utf-8") if l.strip()]
-    text = read_text(path, encoding)
+    text = read_text(path, encoding, bad)
     out = []
     for start, row in csv_rows(csv.reader(io.StringIO(text, newline=""), strict=True), path, bad):
         if len(row) < 2:
@@ -210,7 +218,7 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
     if delimiter is None:
         name = path.name.removesuffix(".gz")
         delimiter = "\t" if name.endswith((".tsv", ".txt")) else ","
-    text = read_text(path, encoding)
+    text = read_text(path, encoding, bad)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     out = []
     try:
@@ -274,7 +282,7 @@ def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_
     ``bad.filtered``."""
     bad = bad or BadLines()
     out = []
-    for i, line in iter_lines(path, encoding):
+    for i, line in iter_lines(path, encoding, bad):
         if not line.strip():
             continue
         try:
@@ -289,7 +297,10 @@ def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_
             bad(path, i, f"no {text_col!r} field")
             continue
         txt = obj[text_col]
-        if not isinstance(txt, str) or not _check_text(txt, path, i, bad):
+        if not isinstance(txt, str):
+            bad(path, i, f"{text_col!r} must be a string, found {type(txt).__name__}")
+            continue
+        if not _check_text(txt, path, i, bad):
             continue
         label = None
         if not unlabelled:
@@ -337,7 +348,7 @@ def read_sick(path, bad: BadLines | None = None, encoding: str = "utf-8"):
     """SICK tab-separated files with a header (SemEval split files or the full SICK.txt).
     The hypothesis (sentence_B) is the text; the premise (sentence_A) its context."""
     bad = bad or BadLines()
-    lines = iter_lines(path, encoding)
+    lines = iter_lines(path, encoding, bad)
     try:
         _, head = next(lines)
     except StopIteration:
@@ -416,7 +427,7 @@ def read_sst_trees(path, bad: BadLines | None = None, binary: bool = False, enco
     bad = bad or BadLines()
     names = SST_BINARY if binary else SST_FINE
     out = []
-    for i, line in iter_lines(path, encoding):
+    for i, line in iter_lines(path, encoding, bad):
         if not line.strip():
             continue
         try:
@@ -476,7 +487,7 @@ def read_ptb_file(path, bad: BadLines | None = None, encoding: str = "utf-8"):
     """A treebank ``.mrg`` file (trees may span lines): trees with POS tags at the leaves and
     phrase tags inside, -NONE- elements and function tags removed, binarised."""
     bad = bad or BadLines()
-    text = read_text(path, encoding)
+    text = read_text(path, encoding, bad)
     out, depth, start, buf, line = [], 0, 1, [], 1
     for ch in text:
         if ch == "\n":
