@@ -242,9 +242,16 @@ def test_jsonl_text_that_is_not_a_string_is_reported(tmp_path):
 
 def test_embeddings_with_varying_dimension(tmp_path):
     from adaptext.data.embeddings import read_vectors
-    p = write(tmp_path, "vec.txt", "the 0.1 0.2 0.3\ncat 0.1 0.2\n")
+    p = write(tmp_path, "vec.txt", "the 0.1 0.2 0.3\ncat 0.1 0.2\n. . . 0.5 0.6 0.7\ndog 1 x 3\nend 1 2 3\n")
     with pytest.raises(DataError, match=r"vec.txt:2: vector has 2 numbers, expected 3"):
         read_vectors(p)
+    bad = BadLines("skip")
+    vecs, dim = read_vectors(p, bad=bad)
+    assert dim == 3 and sorted(vecs) == ["end", "the"] and vecs["end"].tolist() == [1, 2, 3]
+    assert [m.split(": ", 1)[1] for m in bad.skipped] == [
+        "vector has 2 numbers, expected 3 as on the lines before",
+        "vector has 5 numbers, expected 3 as on the lines before",      # GloVe 840B: a word with spaces
+        "vector holds a value that is not a number"]
 
 
 def test_unbalanced_tree_error_names_problem():

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import DataError
+from .errors import BadLines, DataError
 
 
 @dataclass
@@ -41,8 +41,11 @@ def _is_binary(path) -> bool:
     return name.endswith(".bin")
 
 
-def read_vectors(path, wanted=None) -> tuple[dict, int]:
-    """word -> float32 vector for the words in ``wanted`` (all words if None)."""
+def read_vectors(path, wanted=None, bad: BadLines | None = None) -> tuple[dict, int]:
+    """word -> float32 vector for the words in ``wanted`` (all words if None). A malformed line
+    raises, or under ``bad``'s ``skip`` is left out and counted (e.g. the few lines of GloVe 840B
+    whose word holds a space)."""
+    bad = bad or BadLines()
     if _is_binary(path):
         return _read_word2vec_binary(path, wanted)
     vecs, dim = {}, None
@@ -60,14 +63,15 @@ def read_vectors(path, wanted=None) -> tuple[dict, int]:
                 if dim < 1:
                     raise DataError(path, i, "expected 'word v1 v2 ...', found no numbers")
             if len(parts) - 1 != dim:
-                raise DataError(path, i, f"vector has {len(parts) - 1} numbers, expected {dim} as on the lines before")
+                bad(path, i, f"vector has {len(parts) - 1} numbers, expected {dim} as on the lines before")
+                continue
             word = parts[0]
             if wanted is not None and word not in wanted:
                 continue
             try:
                 vecs[word] = np.asarray(parts[1:], dtype=np.float32)
             except ValueError:
-                raise DataError(path, i, "vector holds a value that is not a number") from None
+                bad(path, i, "vector holds a value that is not a number")
     if dim is None:
         raise DataError(path, None, "no vectors in the file")
     return vecs, dim
@@ -100,14 +104,14 @@ def _read_word2vec_binary(path, wanted):
 
 
 def embedding_matrix(vocab, path, oov_init: str = "uniform", oov_scale: float = 0.25, seed: int = 0,
-                     lower_fallback: bool = True) -> tuple[torch.Tensor, Coverage]:
+                     lower_fallback: bool = True, bad: BadLines | None = None) -> tuple[torch.Tensor, Coverage]:
     """[len(vocab), dim] matrix: pretrained rows where found, the rest drawn from
     ``uniform(-s, s)`` (Kim 2014: s=0.25) or ``normal(0, s)`` (Choi et al. 2019: s=0.6).
     The padding row is zero."""
     wanted = set(vocab.itos)
     if lower_fallback:
         wanted |= {w.lower() for w in vocab.itos}
-    vecs, dim = read_vectors(path, wanted)
+    vecs, dim = read_vectors(path, wanted, bad)
     g = torch.Generator().manual_seed(seed)
     if oov_init == "uniform":
         mat = (torch.rand(len(vocab), dim, generator=g) * 2 - 1) * oov_scale

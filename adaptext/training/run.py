@@ -16,7 +16,7 @@ from lightning.pytorch.callbacks import Callback
 from ..data.batching import BatchLoader, Collator, Encoder
 from ..data.datasets import holdout, load_files, load_named
 from ..data.embeddings import embedding_matrix
-from ..data.errors import DataError
+from ..data.errors import BadLines, DataError
 from ..data.text import LabelMap, Tokenizer, Vocab
 from ..registry import count_parameters, create_model, get_entry
 from . import metrics as M
@@ -96,9 +96,11 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
         raise DataError(cfg["data"] or DEMO, None, f"the training data has {len(labels)} class(es); at least 2 are needed")
     tag_vocab = tag_vocab_of(train) if entry.needs_tags else None
 
+    bad = BadLines(cfg["on_bad_line"])
     vectors, coverage = None, None
     if cfg["embeddings"]:
-        vectors, coverage = embedding_matrix(vocab, cfg["embeddings"], cfg["oov_init"], cfg["oov_scale"], cfg["seed"])
+        vectors, coverage = embedding_matrix(vocab, cfg["embeddings"], cfg["oov_init"], cfg["oov_scale"], cfg["seed"],
+                                             bad=bad)
         log(f"embeddings: {coverage}")
     elif cfg["embedding_mode"] != "rand":
         raise DataError(cfg["data"] or DEMO, None, f"embedding mode {cfg['embedding_mode']} needs --embeddings PATH")
@@ -107,8 +109,6 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
                          multilabel=labels.multilabel, tag_vocab_size=len(tag_vocab) if tag_vocab else 0,
                          embeddings=vectors, embedding_mode=cfg["embedding_mode"], **model_options(cfg))
 
-    from ..data.errors import BadLines
-    bad = BadLines(cfg["on_bad_line"])
     encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg["max_length"])
     train_items, dev_items = encoder.encode(train, bad), encoder.encode(dev, bad)
     test_items = encoder.encode(test, bad) if test else None
