@@ -29,12 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
-import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -49,7 +44,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from adaptext.data.batching import Batch  # noqa: E402
 from adaptext.nn.adaptive import AdaptiveConv1d  # noqa: E402
 from adaptext.registry import create_model  # noqa: E402
-from common import quick_note  # noqa: E402
+from common import machine, quick_note, write  # noqa: E402
 
 PAPER = dict(embed_dim=300, filters=100, vocab=20000, batch=128, lengths=(50, 300), context_dim=600,
              pool_size=20, num_importance=5, steps=3, repeats=3, naive_steps=1)
@@ -149,45 +144,6 @@ def examples_per_s(model, batch, steps, repeats, device) -> list[float]:
     return timed(step, batch.size, steps, repeats, device)
 
 
-def machine(threads, device) -> str:
-    mem = ""
-    try:
-        kb = int(next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1])
-        mem = f", {kb / 2 ** 20:.0f} GiB"
-    except (OSError, StopIteration, ValueError):
-        pass
-    where = f"GPU {torch.cuda.get_device_name(device)}" if device.type == "cuda" else "CPU only"
-    return (f"{os.cpu_count()} cores{mem}, {where} ({platform.machine()}, torch {torch.__version__}, "
-            f"{threads} threads)")
-
-
-def commit() -> str:
-    if os.environ.get("ADAPTEXT_COMMIT"):        # a copy of the tree without .git (a GPU machine)
-        return os.environ["ADAPTEXT_COMMIT"]
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "adaptext", "benchmarks"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
-        return head + ("+uncommitted" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def markdown(result) -> str:
-    lines = [f"# {result['benchmark']}", "", f"`{result['command']}`", "",
-             f"commit {result['commit']}, {result['date']}, {result['machine']}", "",
-             "| length | metric | model | variant | examples/s | baseline | ratio | target |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in result["rows"]:
-        metric = "layer" if r["metric"].startswith("layer") else "train step"
-        lines.append(f"| {r['length']} | {metric} | {r['model']} | {r['variant']} | {r['mean']:.1f} ± {r['std']:.1f} | "
-                     + (f"{r['baseline']} | {r['ratio']:.3f} | {r.get('target', '-')} |" if "ratio" in r
-                        else "- | - | - |"))
-    lines += ["", result["notes"], ""]
-    return "\n".join(lines)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes, to check the script works")
@@ -257,31 +213,19 @@ def main(argv=None):
                 rows.append(row)
                 print(f"T={T:4d} {row['metric']:22s} {name:8s} {form:22s} {mean:10.1f} ex/s"
                       + (f"  ratio {row['ratio']:.3f} vs {row['baseline']}" if "ratio" in row else ""), flush=True)
-    cmd = "python benchmarks/adaptive_speed.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    result = {
-        "benchmark": "adaptive_speed",
-        "command": cmd.strip(),
-        "commit": commit(),
-        "date": datetime.date.today().isoformat(),
-        "machine": machine(args.threads, device),
-        "rows": rows,
-        "notes": ("Training examples/s (forward + backward + Adam step), batch "
-                  f"{S['batch']}, every text full length, {S['embed_dim']}-d random embeddings over a "
-                  f"{S['vocab']}-word vocabulary, widths 3/4/5 x {S['filters']} filters, g = {S['context_dim']}, "
-                  f"b = {S['pool_size']}, n = {S['num_importance']}; {S['repeats']} repeats of {S['steps']} steps "
-                  f"({S['naive_steps']} for the naive forms) after one warm-up step. ac_cnn rows: ratio to kim_cnn "
-                  "measured in the same run. Naive rows: ratio = naive / fast path of the same generation (the "
-                  "fast path's speedup_over_naive is its inverse); the naive form loops over the samples, builds "
-                  "each sample's filters alone and convolves with F.conv1d; both forms compute the GRU context "
-                  "batched. layer_examples_per_s rows: the three adaptive convolutions alone (forward + backward "
-                  "from a given input and context), fast against naive. hashed-attention-only: the w/o-GRU context "
-                  "of Table 4." + quick_note(args.quick)),
-    }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    out.with_suffix(".md").write_text(markdown(result))
-    print(f"wrote {out} and {out.with_suffix('.md')}")
+    notes = ("Training examples/s (forward + backward + Adam step), batch "
+             f"{S['batch']}, every text full length, {S['embed_dim']}-d random embeddings over a "
+             f"{S['vocab']}-word vocabulary, widths 3/4/5 x {S['filters']} filters, g = {S['context_dim']}, "
+             f"b = {S['pool_size']}, n = {S['num_importance']}; {S['repeats']} repeats of {S['steps']} steps "
+             f"({S['naive_steps']} for the naive forms) after one warm-up step. ac_cnn rows: ratio to kim_cnn "
+             "measured in the same run. Naive rows: ratio = naive / fast path of the same generation (the "
+             "fast path's speedup_over_naive is its inverse); the naive form loops over the samples, builds "
+             "each sample's filters alone and convolves with F.conv1d; both forms compute the GRU context "
+             "batched. layer_examples_per_s rows: the three adaptive convolutions alone (forward + backward "
+             "from a given input and context), fast against naive. hashed-attention-only: the w/o-GRU context "
+             "of Table 4." + quick_note(args.quick))
+    path = write("adaptive_speed", rows, notes, args.out, where=machine(device))
+    print(f"wrote {path} and {path.with_suffix('.md')}")
 
 
 if __name__ == "__main__":

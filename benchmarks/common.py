@@ -32,11 +32,15 @@ def commit() -> str:
 START_COMMIT = commit()     # the code measured: a long run outlives later commits
 
 
-def machine() -> str:
+def machine(device=None) -> str:
+    """Cores, memory, the accelerator measured (``device``: a torch device; default the GPU if
+    there is one), torch version and threads."""
     import torch
     dev = "CPU only"
-    if torch.cuda.is_available():
-        dev = f"GPU {torch.cuda.get_device_name(0)}"
+    if device is None and torch.cuda.is_available():
+        device = torch.device("cuda", 0)
+    if device is not None and torch.device(device).type == "cuda":
+        dev = f"GPU {torch.cuda.get_device_name(device)}"
     cores = os.cpu_count()
     mem = ""
     try:
@@ -71,8 +75,8 @@ def write(name: str, rows: list[dict], notes: str = "", out: str | Path | None =
 
 def markdown(doc: dict) -> str:
     rows = doc["rows"]
-    cols = [c for c in ("model", "variant", "dataset", "split", "metric", "mean", "std", "n", "min", "max", "paper",
-                        "baseline", "ratio", "seconds") if any(c in r for r in rows)]
+    cols = [c for c in ("model", "variant", "dataset", "split", "length", "metric", "mean", "std", "n", "min", "max",
+                        "paper", "baseline", "ratio", "target", "seconds") if any(c in r for r in rows)]
     lines = [f"# {doc['benchmark']}", "", f"- command: `{doc['command']}`", f"- commit: `{doc['commit']}`",
              f"- date: {doc['date']}", f"- machine: {doc['machine']}", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
