@@ -53,6 +53,20 @@ def test_config_json_reproduces_the_run(demo_run, tmp_path, capsys):
     assert again["dev"]["accuracy"] == m["dev"]["accuracy"]
 
 
+@pytest.mark.parametrize("name,text,expect", [
+    ("c.yaml", "model: kim_cnn\n  epochs: [1\n", "c.yaml:2: invalid YAML (mapping values are not allowed here)"),
+    ("c.json", '{"model": "kim_cnn",}', "c.json:1: invalid JSON (Expecting property name enclosed in double quotes"),
+    ("c.json", "[1, 2]", "c.json: a config file must hold one mapping of options"),
+    ("none.yaml", None, "none.yaml: no such config file")])
+def test_bad_config_file_is_one_line_naming_file_and_line(tmp_path, capsys, name, text, expect):
+    f = tmp_path / name
+    if text is not None:
+        f.write_text(text)
+    assert main(["train", "--config", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {tmp_path}/{expect}") and err.count("\n") == 1, err
+
+
 def test_loaded_run_reproduces_its_predictions(demo_run, capsys):
     out, m = demo_run
     clf = adaptext.load(out)

@@ -68,15 +68,28 @@ HELP = {
 
 
 def load_config_file(path) -> dict:
+    """Options from a JSON or YAML file (a run's ``config.json`` among them); a file that does not
+    parse is a ``DataError`` naming its line."""
+    from ..data.errors import DataError
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    if not path.is_file():
+        raise DataError(path, None, "no such config file")
+    text = path.read_text(encoding="utf-8", errors="replace")
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
-        data = yaml.safe_load(text) or {}
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            raise DataError(path, mark.line + 1 if mark else None,
+                            f"invalid YAML ({getattr(e, 'problem', None) or e})") from None
     else:
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise DataError(path, e.lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: a config file must hold one mapping of options")
+        raise DataError(path, None, "a config file must hold one mapping of options")
     data = {k.replace("-", "_"): v for k, v in data.items()}
     return {k: v for k, v in data.items() if not k.startswith("_")}
 
