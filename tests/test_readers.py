@@ -125,6 +125,10 @@ def test_named_splits_dev_holdout_and_cv():
     assert 0.45 < first.count("negative") / len(first) < 0.55   # stratified despite label-sorted file
     with pytest.raises(DataError, match="missing"):
         load_named("ag_news")                                  # only the test split is present
+    with pytest.raises(DataError, match="^sst3: unknown dataset; named datasets: trec-demo, mr"):
+        load_named("sst3")
+    with pytest.raises(DataError, match="^data/train.csv: no such file$"):   # a path, not a name
+        load_named("data/train.csv")
 
 
 def test_holdout_is_stratified():

@@ -227,6 +227,8 @@ def cv_folds(examples, k: int = 10, seed: int = 0):
 
 def load_named(name: str, data_dir=None, on_bad_line: str = "error", cv: int = 0, cv_seed: int = 0) -> Splits:
     if name not in DATASETS:
+        if Path(name).suffix or "/" in name or "\\" in name:          # meant as a file
+            raise DataError(name, None, "no such file")
         raise DataError(name, None, f"unknown dataset; named datasets: {', '.join(DATASETS)} (or pass a file path)")
     info = DATASETS[name]
     bad = BadLines(on_bad_line)
