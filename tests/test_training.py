@@ -67,6 +67,17 @@ def test_bad_config_file_is_one_line_naming_file_and_line(tmp_path, capsys, name
     assert err.startswith(f"error: {tmp_path}/{expect}") and err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize("argv,expect", [
+    (["--epochs", "-1"], "epochs must be at least 1, not -1"),      # Lightning: train for ever
+    (["--batch-size", "0"], "batch_size must be at least 1, not 0"),
+    (["--lr", "0"], "lr must be above 0, not 0.0"),
+    (["--cv", "1"], "cv must be 0 (a held-out test split) or at least 2 folds, not 1")])
+def test_out_of_range_option_is_an_error_before_training(tmp_path, capsys, argv, expect):
+    assert main(["train", "--out", str(tmp_path / "run"), *argv]) == 2
+    assert capsys.readouterr().err == f"error: {expect}\n"
+    assert not (tmp_path / "run").exists()
+
+
 def test_loaded_run_reproduces_its_predictions(demo_run, capsys):
     out, m = demo_run
     clf = adaptext.load(out)

@@ -50,6 +50,24 @@ CHOICES = {
     "accelerator": ("cpu", "gpu", "cuda", "mps", "auto"),
 }
 
+# the smallest value each numeric option takes (lr: above 0; cv: 0, no cross-validation, or >= 2)
+LOWEST = {"epochs": 1, "batch_size": 1, "devices": 1, "num_nodes": 1, "min_freq": 1, "patience": 0, "max_vocab": 0,
+          "max_length": 0, "grad_clip": 0, "checkpoint_every": 0, "threads": 0, "oov_scale": 0, "weight_decay": 0,
+          "bucket": 0, "cv": 0}
+
+
+def check_ranges(cfg: dict) -> None:
+    """A number out of range is a clear error before any data is read (Lightning reads
+    ``epochs -1`` as 'train for ever', a batch size of 0 divides by zero)."""
+    for k, lo in LOWEST.items():
+        if cfg.get(k) is not None and cfg[k] < lo:
+            raise ValueError(f"{k} must be at least {lo}, not {cfg[k]!r}")
+    if cfg.get("lr") is not None and not cfg["lr"] > 0:
+        raise ValueError(f"lr must be above 0, not {cfg['lr']!r}")
+    if cfg.get("cv") == 1:
+        raise ValueError("cv must be 0 (a held-out test split) or at least 2 folds, not 1")
+
+
 HELP = {
     "data": "named dataset or training file (default: the bundled TREC demo)",
     "dev": "dev file (default: the dataset's dev split, else 10%% of train)",
@@ -120,6 +138,7 @@ def resolve(options: dict, file_options: dict | None = None) -> dict:
     for k, allowed in CHOICES.items():
         if cfg.get(k) is not None and cfg[k] not in allowed:
             raise ValueError(f"{k} must be one of {', '.join(allowed)}, not {cfg[k]!r}")
+    check_ranges(cfg)
     for k, f in model_fields(model).items():   # JSON turns tuples into lists
         if isinstance(cfg[k], list):
             cfg[k] = tuple(cfg[k])
