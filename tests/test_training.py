@@ -91,6 +91,15 @@ def test_loaded_run_reproduces_its_predictions(demo_run, capsys):
     assert abs(sum(a[0]["probs"].values()) - 1) < 1e-4
 
 
+def test_damaged_run_directory_is_one_error_line(demo_run, tmp_path, capsys):
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(demo_run[0], run, ignore=shutil.ignore_patterns("checkpoints", "plots"))
+    (run / "labels.json").write_text('{"labels": ["A", ')
+    assert main(["evaluate", str(run)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {run / 'labels.json'}:1: not valid JSON (")
+
+
 def test_short_empty_and_huge_texts_are_classified(demo_run):
     clf = adaptext.load(demo_run[0])
     huge = "what " * 100_000

@@ -63,4 +63,12 @@ def write_csv(path, rows: list[dict]) -> None:
 
 
 def read_json(path):
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """A run directory's JSON file; a damaged one is a ``DataError`` naming file and line."""
+    from ..data.errors import DataError
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(path, None, "missing: not a finished run directory") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        line = getattr(e, "lineno", None)
+        raise DataError(path, line, f"not valid JSON ({getattr(e, 'msg', e)}): the run directory is damaged") from None
