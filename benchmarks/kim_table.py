@@ -143,6 +143,7 @@ def main():
                          "every sentence with zeros (rows labelled 'rand, wide')")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*", help="combine partial result files into kim_table.json")
+    ap.add_argument("--note", default="", help="with --merge: a sentence added after the slices' provenance")
     a = ap.parse_args()
     notes = ("CNN-non-static uses the 50-d GloVe 6B subset in ../shared/data (the paper: 300-d word2vec), OOV words "
              "uniform(-0.25, 0.25). SST-1/SST-2 train on every distinct labelled phrase of the SST train trees "
@@ -160,7 +161,7 @@ def main():
              "README, Kim's settings, 25 epochs, one run per cell) reports CNN-rand MR 75.9, SST-1 42.2, SST-2 83.5, "
              "SUBJ 89.2, TREC 88.2 and CNN-non-static (300-d word2vec) SST-1 46.7 (std 1.69 over 5 runs).")
     if a.merge:
-        common.write_merged("kim_table", a.merge, notes, out=a.out)
+        common.write_merged("kim_table", a.merge, notes, extra=a.note, out=a.out)
         return
     parts = a.parts.split(",")
     rows = []
