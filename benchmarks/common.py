@@ -222,6 +222,9 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*")
     ap.add_argument("--keep", default=None, help="keep every run directory under this folder")
+    ap.add_argument("--checkpoint-every", type=int, default=0,
+                    help="with --keep: also checkpoint every N training steps, so a slice killed mid-epoch "
+                         "(a machine's time limit) resumes there")
     ap.add_argument("--note", default="", help="a sentence added to the notes (what was left out and why)")
     ap.add_argument("--notes", default=None, help="with --merge: the notes, in place of the slices' sentences "
                     "(re-merging a merged table whose notes went stale)")
@@ -253,7 +256,7 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
             for seed in seeds:
                 keep = Path(a.keep) / run_name(cell["model"], cell["label"], ds, seed) if a.keep else None
                 m = train_cell({**opts, **dopts, "seed": seed, "epochs": epochs, "patience": a.patience,
-                                "accelerator": a.accelerator}, keep)
+                                "accelerator": a.accelerator, "checkpoint_every": a.checkpoint_every}, keep)
                 for k in metrics:
                     vals[k].append(m["test"][k])
                 secs.append(m["info"]["train_seconds"])
