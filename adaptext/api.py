@@ -110,7 +110,8 @@ class Classifier:
         return predict_probs(self.model, self._items(inputs), self.collate, self.labels.multilabel, batch_size)
 
     def predict(self, inputs, batch_size: int = 64) -> list[dict]:
-        """[{"label": ..., "probs": {label: p}}] (multi-label: also "labels": [...]);
+        """[{"label": ..., "probs": {label: p}}] (multi-label: also "labels": [...], most probable
+        first, and "label" the most probable);
         "truncated": true where a text was longer than the run's max_length."""
         from .training.run import predict_probs
         items = self._items(list(inputs))
@@ -120,7 +121,8 @@ class Classifier:
         for k, p in enumerate(probs):
             d = {"probs": {l: round(float(v), 6) for l, v in zip(self.labels.labels, p)}}
             if self.labels.multilabel:
-                d["labels"] = [self.labels.labels[j] for j in np.flatnonzero(pred[k])]
+                chosen = sorted(np.flatnonzero(pred[k]), key=lambda j: -p[j])      # most probable first
+                d["labels"] = [self.labels.labels[j] for j in chosen]
                 d["label"] = d["labels"][0] if d["labels"] else None
             else:
                 d["label"] = self.labels.labels[int(pred[k])]

@@ -17,17 +17,20 @@ from .data.errors import DataError
 _TUPLE_SEP = ","
 
 
+ALIASES = {"pair_col": ("--text-pair-col",)}     # the spelling of --pair-col
+
+
 def _add_option(group, key, default, help_text="", choices=None):
-    flag = "--" + key.replace("_", "-")
+    flag = ("--" + key.replace("_", "-"), *ALIASES.get(key, ()))
     if isinstance(default, bool):
-        group.add_argument(flag, dest=key, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        group.add_argument(*flag, dest=key, action=argparse.BooleanOptionalAction, default=None, help=help_text)
     elif isinstance(default, tuple):
         conv = type(default[0]) if default else int
-        group.add_argument(flag, dest=key, default=None, metavar="A,B,...", help=help_text or f"default {default}",
+        group.add_argument(*flag, dest=key, default=None, metavar="A,B,...", help=help_text or f"default {default}",
                            type=lambda s, c=conv: tuple(c(x) for x in s.split(_TUPLE_SEP) if x))
     else:
         typ = type(default) if isinstance(default, (int, float)) and default is not None else str
-        group.add_argument(flag, dest=key, default=None, type=typ, choices=choices, help=help_text)
+        group.add_argument(*flag, dest=key, default=None, type=typ, choices=choices, help=help_text)
 
 
 def _train_parser(model: str | None) -> argparse.ArgumentParser:
@@ -86,24 +89,17 @@ def cmd_evaluate(argv) -> int:
     p = argparse.ArgumentParser(prog="adaptext evaluate", description="Metrics of a run on a dataset split (JSON).")
     p.add_argument("run_dir")
     p.add_argument("--data", help="named dataset or file (default: the run's)")
-    p.add_argument("--split", default="test", choices=("train", "dev", "test"))
+    p.add_argument("--split", default="test", choices=("train", "dev", "test"),
+                   help="split of the run's data or of a named --data (a --data FILE is itself the split)")
     p.add_argument("--data-dir")
     p.add_argument("--format", default=None)
     p.add_argument("--on-bad-line", default="error", choices=("error", "skip"))
     a = p.parse_args(argv)
     from . import load
-    from .data.datasets import DATASETS, read_split
-    from .data.errors import BadLines
-    from .data.readers import read_file
     from .training import metrics as M
-    from .training.run import gold, predict_probs
+    from .training.run import gold, predict_probs, split_examples
     clf = load(a.run_dir)
-    data = a.data or clf.config["data"] or "trec-demo"
-    bad = BadLines(a.on_bad_line)
-    if data in DATASETS:
-        examples = read_split(data, a.split, a.data_dir or clf.config.get("data_dir"), bad)
-    else:
-        examples = read_file(data, a.format or clf.config.get("format", "auto"), bad)
+    examples, bad = split_examples(clf.config, a.split, a.data, a.data_dir, a.format, a.on_bad_line)
     if clf.entry.needs_tags:
         from .training.run import add_tags
         examples = add_tags(clf.config, clf.entry, [examples])[0]
@@ -239,13 +235,13 @@ def cmd_explain(argv) -> int:
     src.add_argument("--text", help="a sentence (drawn over a right-branching tree: no parser is bundled)")
     t.add_argument("--dim", type=int, default=0, help="z_u dimension that colours the nodes")
     t.add_argument("--data", help="named dataset or file: also dump the node types that most activate each z_u dimension")
-    t.add_argument("--split", default="dev")
+    t.add_argument("--split", default="dev", choices=("train", "dev", "test"))
     t.add_argument("--top", type=int, default=10)
     t.add_argument("--out", required=True)
     f = sub.add_parser("filters", help="t-SNE of the filters an adaptive CNN generates for texts of each class")
     f.add_argument("run_dir")
     f.add_argument("--data", help="named dataset or file (default: the run's)")
-    f.add_argument("--split", default="test")
+    f.add_argument("--split", default="test", choices=("train", "dev", "test"))
     f.add_argument("--per-class", type=int, default=40, help="texts per class")
     f.add_argument("--baseline", help="a static CNN run (kim_cnn) whose filters are drawn beside")
     f.add_argument("--out", required=True)
@@ -277,11 +273,10 @@ def cmd_explain(argv) -> int:
 
 def _explain_filters(clf, args) -> list:
     import random
-    from .data.datasets import DATASETS, read_split
-    from .data.readers import read_file
     from .explain.filters import generated_filters, plot_filters, static_filters
+    from .training.run import split_examples
     data = args.data or clf.config.get("data") or "trec-demo"
-    ex = read_split(data, args.split, clf.config.get("data_dir")) if data in DATASETS else read_file(data)
+    ex, _ = split_examples(clf.config, args.split, args.data)
     by_class: dict = {}
     for e in ex:
         if e.label in clf.labels.index:
@@ -315,10 +310,8 @@ def _explain_tree(clf, args) -> list:
         paths.append(out / "tree.png")
     if args.data:
         from .data.batching import BatchLoader
-        from .data.datasets import DATASETS, read_split
-        from .data.readers import read_file
-        from .training.run import add_tags
-        ex = read_split(args.data, args.split) if args.data in DATASETS else read_file(args.data)
+        from .training.run import add_tags, split_examples
+        ex, _ = split_examples(clf.config, args.split, args.data)
         ex = add_tags(clf.config, clf.entry, [ex])[0]
         items = clf.encoder.encode(ex, with_labels=False)
         top = top_node_types(clf.model, BatchLoader(items, 64, clf.collate), args.top,

@@ -261,3 +261,35 @@ def test_embeddings_with_varying_dimension(tmp_path):
 def test_unbalanced_tree_error_names_problem():
     with pytest.raises(ValueError, match="unbalanced"):
         R.tree_from_brackets("(1 (2 a) (3 b)")
+
+
+def test_unclosed_quote_loses_only_its_row(tmp_path):
+    """A quote never closed would make the csv module read the rest of the file as one field:
+    the row is reported where it starts and the lines after it are read with their own numbers."""
+    p = write(tmp_path, "t.csv", 'text,label\n"unclosed,pos\nline three,neg\nline four,pos\n')
+    bad = BadLines("skip")
+    ex = R.read_table(p, bad)
+    assert [(e.text, e.label, e.where) for e in ex] == [("line three", "neg", f"{p}:3"), ("line four", "pos", f"{p}:4")]
+    assert bad.skipped == [f"{p}:2: unclosed quote: this row's quoted field runs to the end of the file"]
+    with pytest.raises(DataError, match=r"t.csv:2: unclosed quote"):
+        R.read_table(p)
+
+
+def test_byte_order_mark_long_fields_tab_txt_and_label_separators(tmp_path):
+    """Files as spreadsheets and editors write them: a UTF-8 byte-order mark is not part of the
+    first column name or label; a document longer than the csv module's default field limit is
+    read; a tab-separated .txt is read as TSV, not as 'label text' lines; labels split by
+    --label-sep are stripped in JSONL as in CSV."""
+    bom = "\ufeff"
+    assert [e.label for e in R.read_file(write(tmp_path, "a.csv", bom + "text,label\nhi there,x\n"))] == ["x"]
+    assert [e.label for e in R.read_file(write(tmp_path, "k.txt", bom + "pos good film\nneg bad film\n"))] == ["pos", "neg"]
+    assert [e.text for e in R.read_file(write(tmp_path, "j.jsonl", bom + '{"text": "hi", "label": "x"}\n'))] == ["hi"]
+    long = "word " * 40_000
+    assert len(R.read_file(write(tmp_path, "long.csv", f"text,label\n{long},x\n"))[0].text) == len(long)
+    tsv = write(tmp_path, "tab.txt", "text\tlabel\ngood film\tpos\nbad film\tneg\n")
+    assert R.detect_format(tsv) == "tsv"
+    assert [(e.text, e.label) for e in R.read_file(tsv)] == [("good film", "pos"), ("bad film", "neg")]
+    ml = write(tmp_path, "m.jsonl", '{"text": "hi", "label": "a, b"}\n')
+    assert R.read_file(ml, label_sep=",")[0].label == ("a", "b")
+    with pytest.raises(ValueError, match="unknown encoding 'utf8x'"):
+        R.read_file(ml, encoding="utf8x")

@@ -134,3 +134,18 @@ def test_accuracy_by_length_deciles():
     assert sum(b["n"] for b in tied) == 40 and all(b["min_len"] == b["max_len"] for b in tied)
     with pytest.raises(ValueError):
         M.by_length([1, 2], [1])
+
+
+def test_macro_f1_counts_classes_predicted_but_absent_from_gold():
+    """A class the model predicts but the gold labels never hold scores F1 0 and counts in the
+    macro average, as sklearn's f1_score(average="macro") does; leaving it out inflates macro F1."""
+    from sklearn.metrics import f1_score
+    gold, pred = [0, 0, 1, 1], [0, 2, 1, 1]
+    m = M.single_label(gold, pred, ["a", "b", "c", "d"])      # d: neither gold nor predicted
+    assert m["macro_f1"] == pytest.approx(100 * f1_score(gold, pred, average="macro"))
+    assert m["macro_f1"] == pytest.approx(100 * (2 / 3 + 1 + 0) / 3)
+    t = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0]])
+    p = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 1]])           # z predicted everywhere, never gold
+    assert M.multi_label(t, p, ["x", "y", "z"])["macro_f1"] == pytest.approx(
+        100 * f1_score(t, p, average="macro", zero_division=0))
+    assert M.multi_label(t, p, ["x", "y", "z"])["macro_f1"] == pytest.approx(200 / 3)

@@ -9,6 +9,7 @@ import torch
 
 import adaptext
 from adaptext.cli import main
+from adaptext.data.errors import DataError
 from adaptext.training.run import train_run
 
 from conftest import DATA, needs_data
@@ -156,6 +157,54 @@ def test_multilabel_from_fasttext_lines(tmp_path):
     assert labels["multilabel"] and 0 < labels["threshold"] < 1
     pred = adaptext.load(out).predict(["match goal team player story 3"])[0]
     assert "sport" in pred["labels"]
+    probs = [pred["probs"][l] for l in pred["labels"]]
+    assert probs == sorted(probs, reverse=True) and pred["label"] == pred["labels"][0]   # most probable first
+
+
+def test_evaluate_scores_the_split_the_run_trained_with(demo_run, tmp_path, capsys):
+    """`evaluate --split S` scores split S of the run's own data: for a named set, the dev held
+    out of train is the same 10% again; for files, the run's --test file read with the run's
+    column options (not the training file)."""
+    out, m = demo_run
+    assert main(["evaluate", str(out), "--split", "dev"]) == 0
+    dev = json.loads(capsys.readouterr().out)
+    assert dev["n"] == m["dev"]["n"] and dev["accuracy"] == pytest.approx(m["dev"]["accuracy"], abs=1e-6)
+    from adaptext.data.datasets import read_split
+    import csv
+    questions = read_split("trec-demo", "test")
+    for name, rows in (("train.csv", questions[:400]), ("test.csv", questions[400:]), ("other.csv", questions[:7])):
+        with open(tmp_path / name, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["question", "coarse"])
+            w.writerows([q.text, q.label] for q in rows)
+    run = tmp_path / "files"
+    assert main(["train", "--data", str(tmp_path / "train.csv"), "--test", str(tmp_path / "test.csv"),
+                 "--text-col", "question", "--label-col", "coarse", "--epochs", "1", "--filters", "4",
+                 "--embed-dim", "8", "--no-progress", "--out", str(run)]) == 0
+    trained = json.loads((run / "metrics.json").read_text())
+    capsys.readouterr()
+    for split, n in (("test", 100), ("dev", trained["dev"]["n"]), ("train", 400 - trained["dev"]["n"])):
+        assert main(["evaluate", str(run), "--split", split]) == 0
+        assert json.loads(capsys.readouterr().out)["n"] == n, split
+    assert main(["evaluate", str(run), "--data", str(tmp_path / "other.csv")]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 7
+
+
+def test_embeddings_default_to_non_static_and_rand_refuses_them():
+    from adaptext.training.config import resolve
+    assert resolve({})["embedding_mode"] == "rand"
+    assert resolve({"embeddings": "vectors.txt"})["embedding_mode"] == "non-static"
+    assert resolve({"embeddings": "vectors.txt", "embedding_mode": "static"})["embedding_mode"] == "static"
+    with pytest.raises(ValueError, match="rand .* does not use --embeddings"):
+        resolve({"embeddings": "vectors.txt", "embedding_mode": "rand"})
+
+
+def test_too_few_examples_for_a_dev_split_is_one_error_line(tmp_path, capsys):
+    f = tmp_path / "tiny.csv"
+    f.write_text("text,label\n" + "".join(f"text number {i},{'ab'[i % 2]}\n" for i in range(8)))
+    assert main(["train", "--data", str(f), "--test", str(f), "--out", str(tmp_path / "r"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {f}: no dev examples") and "--dev FILE" in err and "\n" not in err
 
 
 def test_cross_validation_reports_mean_and_std(tmp_path):
@@ -167,6 +216,9 @@ def test_cross_validation_reports_mean_and_std(tmp_path):
     assert m["cv"]["folds"] == 3 and len(m["cv"]["test_accuracy"]) == 3
     assert "accuracy_std" in m["test"]
     assert (tmp_path / "cv" / "fold-3" / "model.safetensors").exists()
+    (tmp_path / "cv" / "metrics.json").unlink()          # as if killed before the summary: still a run there
+    with pytest.raises(DataError, match="already holds a run"):
+        train_run({"data": str(f), "format": "kim", "cv": 3, "out": str(tmp_path / "cv"), "epochs": 1, **TINY})
 
 
 @needs_data
@@ -219,3 +271,8 @@ def test_web_service_predicts_and_rejects_bad_input(demo_run):
     assert len(preds) == 2 and preds[0] == adaptext.load(demo_run[0]).predict(["Who wrote Hamlet ?"])[0]
     assert client.post("/predict", json={"inputs": [3]}).status_code == 422
     assert client.post("/predict", json={"nope": []}).status_code == 422
+
+
+def test_text_pair_col_is_an_alias_of_pair_col():
+    from adaptext.cli import _train_parser
+    assert _train_parser("kim_cnn").parse_args(["--text-pair-col", "premise"]).pair_col == "premise"

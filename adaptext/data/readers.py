@@ -6,9 +6,11 @@ cp1252 line (MR, SUBJ) never splits it; ``.gz`` files are read transparently.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import gzip
 import io
+import itertools
 import json
 import re
 from pathlib import Path
@@ -28,7 +30,7 @@ def open_bytes(path) -> bytes:
     data = path.read_bytes()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
-    return data
+    return data.removeprefix(codecs.BOM_UTF8)      # a byte-order mark is not part of the first field
 
 
 def decode_line(raw: bytes, path, lineno: int, encoding: str) -> str:
@@ -149,25 +151,33 @@ def read_fasttext(path, bad: BadLines | None = None, encoding: str = "utf-8", pr
 
 
 # ------------------------------------------------------------ CSV rows
-def csv_rows(reader, path, bad: BadLines, first: list | None = None):
-    """``(line, row)`` for each non-blank row of a ``csv.reader``, ``line`` where the row starts
-    (a quoted field may span lines). A malformed row is reported to ``bad`` and the reading goes
-    on after it. ``first``: a row already read from ``reader`` (a headerless file's first row)."""
-    if first is not None:
-        yield 1, first
-    lineno = reader.line_num + 1
+def csv_rows(text: str, path, bad: BadLines, **fmt):
+    """``(line, row)`` for each non-blank row of CSV ``text`` (``fmt``: ``csv.reader`` options),
+    ``line`` where the row starts (a quoted field may span lines). A malformed row is reported to
+    ``bad`` and the reading goes on after it; a quote never closed (which would swallow the rest of
+    the file into one field) is reported at its row and the reading resumes on the next line."""
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))    # long documents are not malformed
+    lines = io.StringIO(text, newline="").readlines()
+    offset = 0
     while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as e:
-            bad(path, lineno, f"malformed CSV row ({e})")
-            lineno = reader.line_num + 1
-            continue
-        start, lineno = lineno, reader.line_num + 1
-        if row and not (len(row) == 1 and not row[0].strip()):
-            yield start, row
+        reader = csv.reader(iter(lines[offset:]), strict=True, **fmt)
+        lineno = offset + 1
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                if offset + reader.line_num >= len(lines) and "end of data" in str(e):
+                    bad(path, lineno, "unclosed quote: this row's quoted field runs to the end of the file")
+                    break
+                bad(path, lineno, f"malformed CSV row ({e})")
+                lineno = offset + reader.line_num + 1
+                continue
+            start, lineno = lineno, offset + reader.line_num + 1
+            if row and not (len(row) == 1 and not row[0].strip()):
+                yield start, row
+        offset = lineno                     # 0-based index of the line after the unclosed row's first
 
 
 # ------------------------------------------------------------ Zhang CSV (AG News, ...)
@@ -184,7 +194,7 @@ def read_zhang_csv(path, bad: BadLines | None = None, encoding: str = "utf-8", c
         class_names = [l for _, l in iter_lines(path.parent / "classes.txt", "utf-8") if l.strip()]
     text = read_text(path, encoding, bad)
     out = []
-    for start, row in csv_rows(csv.reader(io.StringIO(text, newline=""), strict=True), path, bad):
+    for start, row in csv_rows(text, path, bad):
         if len(row) < 2:
             bad(path, start, f"expected class,title[,description...], found {len(row)} field(s)")
             continue
@@ -218,15 +228,11 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
     if delimiter is None:
         name = path.name.removesuffix(".gz")
         delimiter = "\t" if name.endswith((".tsv", ".txt")) else ","
-    text = read_text(path, encoding, bad)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    rows = csv_rows(read_text(path, encoding, bad), path, bad, delimiter=delimiter)
     out = []
-    try:
-        first = next(reader)
-    except StopIteration:
-        raise DataError(path, 1, "the file is empty") from None
-    except csv.Error as e:
-        raise DataError(path, 1, f"malformed CSV header ({e})") from None
+    first_line, first = next(rows, (None, None))
+    if first is None:
+        raise DataError(path, 1, "the file is empty")
     if header:
         cols = {c.strip(): k for k, c in enumerate(first)}
 
@@ -240,7 +246,7 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
     else:
         ti, pi, li = int(text_col), (int(pair_col) if pair_col is not None else None), (int(label_col) if label_col is not None else None)
     need = max(x for x in (ti, pi, li) if x is not None) + 1
-    for start, row in csv_rows(reader, path, bad, first=None if header else first):
+    for start, row in (rows if header else itertools.chain([(first_line, first)], rows)):
         if len(row) < need:
             bad(path, start, f"expected at least {need} fields, found {len(row)}")
             continue
@@ -312,7 +318,7 @@ def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_
                 bad.filter(f"label {raw!r}")
                 continue
             if isinstance(raw, str) and label_sep:
-                raw = [p for p in raw.split(label_sep) if p.strip()]
+                raw = [p.strip() for p in raw.split(label_sep) if p.strip()]
             label = _json_label(raw, path, i, bad)
             if label is None:
                 continue
@@ -531,6 +537,8 @@ def detect_format(path) -> str:
     for _, line in iter_lines(path, "auto"):
         if not line.strip():
             continue
+        if "\t" in line.split(" ", 1)[0]:          # a tab before any space: a TSV named .txt
+            return "tsv"
         if line.startswith("__label__"):
             return "fasttext"
         if line.startswith("("):
@@ -546,6 +554,11 @@ def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: st
               text_col="text", pair_col=None, contexts_col=None, label_col="label", label_sep=None, **kw):
     """Read any supported file into examples; ``fmt="auto"`` guesses from name and content."""
     bad = bad or BadLines()
+    if encoding and encoding != "auto":
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise ValueError(f"unknown encoding {encoding!r} (e.g. utf-8, cp1252, latin-1, or auto)") from None
     fmt = detect_format(path) if fmt == "auto" else fmt
     enc = encoding or ("auto" if fmt in ("kim", "trec") else "utf-8")
     if fmt == "kim":

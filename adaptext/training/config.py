@@ -25,7 +25,8 @@ RUN_DEFAULTS: dict = {
     "tokenizer": None,       # word | char (default: the model's)
     "lower": True, "clean": "none",
     "min_freq": 1, "max_vocab": 0, "max_length": 2000,
-    "embeddings": None, "embedding_mode": "rand", "oov_init": "uniform", "oov_scale": 0.25,
+    "embeddings": None, "embedding_mode": None,   # None: non-static with --embeddings, else rand
+    "oov_init": "uniform", "oov_scale": 0.25,
     "tagger": "nltk",
     # optimisation
     "optimizer": "adam", "lr": 1e-3, "batch_size": 50, "epochs": 10, "weight_decay": 0.0,
@@ -77,7 +78,7 @@ HELP = {
     "min_freq": "keep words seen at least this often in train",
     "max_length": "truncate texts to this many tokens (0: never)",
     "embeddings": "pretrained vectors (GloVe / word2vec / fastText text, or word2vec .bin; .gz ok)",
-    "embedding_mode": "Kim 2014: rand, static, non-static, multichannel",
+    "embedding_mode": "Kim 2014: rand, static, non-static, multichannel (default: non-static with --embeddings, else rand)",
     "checkpoint_every": "also checkpoint every N training steps (for --resume mid-epoch)",
     "monitor": "dev metric for early stopping and model selection",
     "resume": "continue an interrupted run from its last checkpoint",
@@ -139,6 +140,11 @@ def resolve(options: dict, file_options: dict | None = None) -> dict:
         if cfg.get(k) is not None and cfg[k] not in allowed:
             raise ValueError(f"{k} must be one of {', '.join(allowed)}, not {cfg[k]!r}")
     check_ranges(cfg)
+    if cfg["embedding_mode"] is None:
+        cfg["embedding_mode"] = "non-static" if cfg["embeddings"] else "rand"
+    elif cfg["embedding_mode"] == "rand" and cfg["embeddings"]:
+        raise ValueError("embedding mode rand (random vectors) does not use --embeddings: drop one, "
+                         "or pick static, non-static or multichannel")
     for k, f in model_fields(model).items():   # JSON turns tuples into lists
         if isinstance(cfg[k], list):
             cfg[k] = tuple(cfg[k])

@@ -21,12 +21,11 @@ def single_label(y_true, y_pred, labels: list[str]) -> dict:
     fn = cm.sum(1) - tp
     p, r, f = _prf(tp, fp, fn)
     support = cm.sum(1)
-    present = support > 0
+    present = (support > 0) | (cm.sum(0) > 0)    # classes in the gold labels or the predictions (as sklearn)
     n = max(len(y_true), 1)
     return {
         "n": int(len(y_true)),
         "accuracy": 100.0 * float(tp.sum()) / n,
-        # macro F1 over the classes present in the gold labels of this split
         "macro_f1": 100.0 * float(f[present].mean()) if present.any() else 0.0,
         "micro_f1": 100.0 * float(tp.sum()) / n,   # equals accuracy for single-label
         "weighted_f1": 100.0 * float((f * support).sum() / max(support.sum(), 1)),
@@ -49,7 +48,7 @@ def multi_label(y_true, y_pred, labels: list[str]) -> dict:
     denom = t.sum(1) + pr.sum(1)
     ex_f1 = np.where(denom > 0, 2 * inter / np.maximum(denom, 1), 1.0)
     support = t.sum(0)
-    present = support > 0
+    present = (support > 0) | (pr.sum(0) > 0)
     return {
         "n": int(len(t)),
         "micro_f1": 100 * float(mf[0]), "micro_precision": 100 * float(mp[0]), "micro_recall": 100 * float(mr[0]),

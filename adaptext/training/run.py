@@ -35,6 +35,38 @@ def load_data(cfg: dict):
     return load_named(data, cfg["data_dir"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"])
 
 
+COLUMN_KEYS = ("text_col", "pair_col", "contexts_col", "label_col", "label_sep", "encoding")
+
+
+def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on_bad_line="error"):
+    """(examples, bad lines) of one split as a run saw it, for evaluate and explain.
+
+    Without ``data``: the run's own data, re-read with its options, so ``--split test`` is the
+    run's test file and a dev held out of train is the same 10% again. With a named dataset:
+    that dataset's split (a held-out dev recomputed). With a file: that file, read with the
+    run's column options (the file is the split)."""
+    from ..data.datasets import DATASETS
+    from ..data.readers import read_file
+    if data and data not in DATASETS:
+        if not Path(data).is_file():
+            raise DataError(data, None, "no such file")
+        bad = BadLines(on_bad_line)
+        kw = {k: cfg.get(k) for k in COLUMN_KEYS}
+        return read_file(data, fmt or cfg.get("format", "auto"), bad, **kw), bad
+    own = data is None
+    run = dict(cfg, data=data or cfg.get("data"), on_bad_line=on_bad_line, format=fmt or cfg.get("format", "auto"),
+               data_dir=data_dir or cfg.get("data_dir"))
+    if not own:
+        run.update(dev=None, test=None, cv=0)
+    splits = load_data(run)
+    chosen = {"train": splits.train, "dev": splits.dev, "test": splits.test}[split]
+    if not chosen:
+        where = run["data"] or DEMO
+        raise DataError(where, None, f"the run has no {split} split (it was cross-validated: its folds' "
+                                     f"metrics are in the run directory); pass --data FILE to evaluate on a file")
+    return chosen, splits.bad
+
+
 def token_lists(examples, tokenizer):
     for ex in examples:
         if ex.kind in ("tree", "tree_pair"):
@@ -86,6 +118,9 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
     if kind not in entry.inputs:
         raise DataError(cfg["data"] or DEMO, None, f"model {entry.name} reads {'/'.join(entry.inputs)} examples, "
                                                    f"but this dataset holds {kind} examples")
+    if not dev:
+        raise DataError(cfg["data"] or DEMO, None, "no dev examples: 10% of each class held out of train "
+                                                   "rounds to none with this few examples; pass --dev FILE")
     train, dev, test = add_tags(cfg, entry, [train, dev, test])
 
     tokenizer = Tokenizer(level=cfg["tokenizer"] or entry.tokenizer, lower=cfg["lower"], clean=cfg["clean"])
@@ -305,7 +340,7 @@ def train_run(options: dict, file_options: dict | None = None, log=print) -> dic
     else:
         cfg = resolve(options, file_options)
         out = Path(cfg["out"]) if cfg["out"] else default_out(cfg)
-        if (out / "metrics.json").exists() or (out / "checkpoints").exists():
+        if (out / "metrics.json").exists() or (out / "checkpoints").exists() or any(out.glob("fold-*")):
             raise DataError(out, None, "the run directory already holds a run (use --resume to continue it, "
                                        "or another --out)")
     cfg["out"] = str(out)
