@@ -276,3 +276,12 @@ def test_web_service_predicts_and_rejects_bad_input(demo_run):
 def test_text_pair_col_is_an_alias_of_pair_col():
     from adaptext.cli import _train_parser
     assert _train_parser("kim_cnn").parse_args(["--text-pair-col", "premise"]).pair_col == "premise"
+
+
+def test_options_that_would_be_ignored_are_errors(tmp_path, capsys):
+    f = tmp_path / "t.csv"
+    f.write_text("text,label\nhello there,a\n")
+    assert main(["train", "--data", "trec-demo", "--test", str(f), "--out", str(tmp_path / "a")]) == 2
+    assert "a named dataset brings its own splits" in capsys.readouterr().err
+    assert main(["train", "--data", str(f), "--test", str(f), "--cv", "3", "--out", str(tmp_path / "b")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {f}: --cv is for data without a test file: drop --test or --cv"

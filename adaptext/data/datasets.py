@@ -258,6 +258,8 @@ def load_files(train, dev=None, test=None, fmt="auto", on_bad_line="error", cv: 
     tr = R.read_file(train, fmt, bad, **read_kw)
     if not tr:
         raise DataError(train, None, "no examples in the training file")
+    if test and cv:
+        raise DataError(test, None, "--cv is for data without a test file: drop --test or --cv")
     te = R.read_file(test, fmt, bad, **read_kw) if test else None
     folds = None
     if te is None:

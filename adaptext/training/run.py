@@ -32,6 +32,8 @@ def load_data(cfg: dict):
     if Path(data).exists() and not Path(data).is_dir():
         kw = {k: cfg[k] for k in ("text_col", "pair_col", "contexts_col", "label_col", "label_sep", "encoding")}
         return load_files(data, cfg["dev"], cfg["test"], cfg["format"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"], **kw)
+    if cfg["dev"] or cfg["test"]:
+        raise DataError(data, None, "--dev / --test go with a training file; a named dataset brings its own splits")
     return load_named(data, cfg["data_dir"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"])
 
 
