@@ -56,7 +56,8 @@ def factory_of(cfg: AdaptiveOptions) -> AdaptiveConvFactory:
 # ---------------------------------------------------------------------------- ac_cnn
 @dataclass
 class ACCNNConfig(KimCNNConfig, AdaptiveOptions):
-    pass
+    """Kim's options, head included (dropout 0.5, max-norm 3 on the softmax rows), so ac_cnn
+    differs from kim_cnn in its convolutions only."""
 
 
 @register_model("ac_cnn", config=ACCNNConfig, paper="Choi et al. 2019",

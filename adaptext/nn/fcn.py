@@ -113,7 +113,8 @@ class ScaledDotAttention(nn.Module):
 class SimplifiedAttention(nn.Module):
     """Anderson's simplified attention: weights = softmax over time of a map of x, multiplied
     element-wise into x. ``width`` 1: a linear map ("simplified"); ``width`` > 1: a causal
-    convolution ("local"). x [B, T, D] -> [B, T, D]."""
+    convolution ("local"). x [B, T, D] -> [B, T, D]. The weights sum to 1 over a text's steps,
+    so with one head (no merge layer) the max-pooled scores shrink roughly as 1/T on long texts."""
 
     def __init__(self, dim: int, heads: int = 1, width: int = 1):
         super().__init__()
