@@ -54,36 +54,43 @@ class Classifier:
         """Strings, dicts ({"text", "pair"} / {"text", "contexts"} / {"tree"}) or examples."""
         out = []
         for k, x in enumerate(inputs):
-            where = f"<input>:{k + 1}"
             if hasattr(x, "kind"):
                 out.append(x)
-            elif isinstance(x, str):
-                if self.kind in ("tree",):
-                    out.append(TreeExample(self._tree(x), None, where))
-                elif self.kind != "text":
-                    raise DataError("<input>", k + 1, f"this model reads {self.kind} input; give a JSON object, not a string")
-                else:
-                    out.append(TextExample(x, None, where))
-            elif isinstance(x, dict):
-                if self.kind == "pair":
-                    if "pair" not in x and "context" not in x:
-                        raise DataError("<input>", k + 1, "a pair model needs {\"text\": ..., \"pair\": ...}")
-                    out.append(PairExample(x["text"], x.get("pair", x.get("context")), None, where))
-                elif self.kind == "contexts":
-                    out.append(ContextsExample(x["text"], tuple(x["contexts"]), None, where))
-                elif self.kind == "tree":
-                    out.append(TreeExample(self._tree(x.get("tree") or x["text"]), None, where))
-                elif self.kind == "tree_pair":
-                    out.append(TreePairExample(self._tree(x.get("tree") or x["text"]),
-                                               self._tree(x.get("pair_tree") or x["pair"]), None, where))
-                else:
-                    out.append(TextExample(x["text"], None, where))
-            else:
-                raise DataError("<input>", k + 1, f"cannot read a {type(x).__name__} as input")
+                continue
+            try:
+                out.append(self._example(x, f"<input>:{k + 1}"))
+            except ValueError as e:                           # a tree that does not parse, a wrong type
+                raise DataError("<input>", k + 1, str(e)) from None
         if self.entry.needs_tags:
             from .training.run import add_tags
             out = add_tags(self.config, self.entry, [out])[0]
         return out
+
+    def _example(self, x, where: str):
+        if isinstance(x, str):
+            if self.kind == "tree":
+                return TreeExample(self._tree(x), None, where)
+            if self.kind != "text":
+                raise ValueError(f"this model reads {self.kind} input; give a JSON object, not a string")
+            return TextExample(x, None, where)
+        if not isinstance(x, dict):
+            raise ValueError(f"cannot read a {type(x).__name__} as input")
+        if self.kind == "pair":
+            if "pair" not in x and "context" not in x:
+                raise ValueError('a pair model needs {"text": ..., "pair": ...}')
+            return PairExample(_text(x, "text"), _text(x, "pair" if "pair" in x else "context"), None, where)
+        if self.kind == "contexts":
+            ctx = x.get("contexts")
+            ctx = [ctx] if isinstance(ctx, str) else ctx
+            if not isinstance(ctx, list) or not ctx or not all(isinstance(c, str) for c in ctx):
+                raise ValueError('"contexts" must be a non-empty list of texts')
+            return ContextsExample(_text(x, "text"), tuple(ctx), None, where)
+        if self.kind == "tree":
+            return TreeExample(self._tree(_text(x, "tree" if "tree" in x else "text")), None, where)
+        if self.kind == "tree_pair":
+            return TreePairExample(self._tree(_text(x, "tree" if "tree" in x else "text")),
+                                   self._tree(_text(x, "pair_tree" if "pair_tree" in x else "pair")), None, where)
+        return TextExample(_text(x, "text"), None, where)
 
     def _tree(self, s: str):
         s = s.strip()
@@ -130,3 +137,11 @@ class Classifier:
                 d["truncated"] = True
             out.append(d)
         return out
+
+
+def _text(x: dict, key: str) -> str:
+    if key not in x:
+        raise ValueError(f"no {key!r} field")
+    if not isinstance(x[key], str):
+        raise ValueError(f"{key!r} must be a string, found {type(x[key]).__name__}")
+    return x[key]

@@ -48,7 +48,7 @@ def create_app(run_dir, device: str = "cpu"):
             raise HTTPException(422, f"at most {MAX_INPUTS} inputs per request")
         try:
             return {"predictions": clf.predict(req.inputs)}
-        except (DataError, KeyError, TypeError) as e:
+        except (DataError, KeyError, TypeError, ValueError) as e:
             raise HTTPException(422, str(e)) from None
 
     return app

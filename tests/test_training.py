@@ -196,7 +196,7 @@ def test_embeddings_default_to_non_static_and_rand_refuses_them():
     assert resolve({"embeddings": "vectors.txt"})["embedding_mode"] == "non-static"
     assert resolve({"embeddings": "vectors.txt", "embedding_mode": "static"})["embedding_mode"] == "static"
     with pytest.raises(ValueError, match="rand .* does not use --embeddings"):
-        resolve({"embeddings": "vectors.txt", "embedding_mode": "rand"})
+        train_run({"embeddings": "vectors.txt", "embedding_mode": "rand"})
 
 
 def test_too_few_examples_for_a_dev_split_is_one_error_line(tmp_path, capsys):
@@ -271,6 +271,28 @@ def test_web_service_predicts_and_rejects_bad_input(demo_run):
     assert len(preds) == 2 and preds[0] == adaptext.load(demo_run[0]).predict(["Who wrote Hamlet ?"])[0]
     assert client.post("/predict", json={"inputs": [3]}).status_code == 422
     assert client.post("/predict", json={"nope": []}).status_code == 422
+    r = client.post("/predict", json={"inputs": ["fine", {"txt": "typo"}]})
+    assert r.status_code == 422 and r.json()["detail"] == "<input>:2: no 'text' field"
+    r = client.post("/predict", json={"inputs": [{"text": 5}]})
+    assert r.status_code == 422 and r.json()["detail"] == "<input>:1: 'text' must be a string, found int"
+
+
+def test_inputs_of_other_kinds_are_checked(demo_run):
+    """What a pair, contexts or tree model is given is checked before it reaches the model: a
+    context list that is empty or not texts, a tree that does not parse, are errors naming the input."""
+    clf = adaptext.load(demo_run[0])
+    clf.kind = "contexts"
+    (ex,) = clf.as_examples([{"text": "is it true ?", "contexts": "one piece of evidence"}])
+    assert ex.contexts == ("one piece of evidence",)                  # a string is one context, not letters
+    for bad in ([], [3], None):
+        with pytest.raises(DataError, match=r"<input>:1: \"contexts\" must be a non-empty list of texts"):
+            clf.as_examples([{"text": "is it true ?", "contexts": bad}])
+    clf.kind = "tree"
+    with pytest.raises(DataError, match=r"<input>:2: .*"):
+        clf.as_examples(["(3 (2 good) (2 film))", "(3 (2 a)"])
+    clf.kind = "pair"
+    with pytest.raises(DataError, match=r"<input>:1: 'pair' must be a string, found list"):
+        clf.as_examples([{"text": "a man sings", "pair": ["x"]}])
 
 
 def test_text_pair_col_is_an_alias_of_pair_col():

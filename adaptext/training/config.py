@@ -113,6 +113,13 @@ def load_config_file(path) -> dict:
     return {k: v for k, v in data.items() if not k.startswith("_")}
 
 
+def check_new_run(cfg: dict) -> None:
+    """Options that a new run refuses (a saved run's config is loaded as it was)."""
+    if cfg["embedding_mode"] == "rand" and cfg["embeddings"]:
+        raise ValueError("embedding mode rand (random vectors) does not use --embeddings: drop one, "
+                         "or pick static, non-static or multichannel")
+
+
 def model_fields(model: str) -> dict:
     from ..registry import get_entry
     return {f.name: f for f in dataclasses.fields(get_entry(model).config)}
@@ -142,9 +149,6 @@ def resolve(options: dict, file_options: dict | None = None) -> dict:
     check_ranges(cfg)
     if cfg["embedding_mode"] is None:
         cfg["embedding_mode"] = "non-static" if cfg["embeddings"] else "rand"
-    elif cfg["embedding_mode"] == "rand" and cfg["embeddings"]:
-        raise ValueError("embedding mode rand (random vectors) does not use --embeddings: drop one, "
-                         "or pick static, non-static or multichannel")
     for k, f in model_fields(model).items():   # JSON turns tuples into lists
         if isinstance(cfg[k], list):
             cfg[k] = tuple(cfg[k])

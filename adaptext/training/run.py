@@ -20,7 +20,7 @@ from ..data.errors import BadLines, DataError
 from ..data.text import LabelMap, Tokenizer, Vocab
 from ..registry import count_parameters, create_model, get_entry
 from . import metrics as M
-from .config import model_options, resolve
+from .config import check_new_run, model_options, resolve
 from .rundir import read_json, save_weights, write_atomic, write_csv, write_jsonl
 
 DEMO = "trec-demo"
@@ -341,6 +341,7 @@ def train_run(options: dict, file_options: dict | None = None, log=print) -> dic
         cfg["resume"] = None
     else:
         cfg = resolve(options, file_options)
+        check_new_run(cfg)
         out = Path(cfg["out"]) if cfg["out"] else default_out(cfg)
         if (out / "metrics.json").exists() or (out / "checkpoints").exists() or any(out.glob("fold-*")):
             raise DataError(out, None, "the run directory already holds a run (use --resume to continue it, "
