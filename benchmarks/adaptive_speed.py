@@ -155,6 +155,8 @@ def main(argv=None):
     ap.add_argument("--lengths", help="comma-separated text lengths (default 50,300)")
     ap.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated subset of {','.join(ROWS)}")
     args = ap.parse_args(argv)
+    if args.quick and args.out == ap.get_default("out"):
+        raise SystemExit("--quick is a check, not a measurement: pass --out, e.g. --out /tmp/check.json")
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False

@@ -54,7 +54,17 @@ def command() -> str:
     return "python " + " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:])
 
 
+def require_out(a, partial) -> None:
+    """Only a whole run (every cell, every seed) writes the published benchmarks/results file: a
+    slice or a --quick check names its own --out (a --merge of slices writes the table)."""
+    if partial and not a.out and not getattr(a, "merge", None):
+        raise SystemExit("a slice (--seed / --models / --datasets / --quick) writes its own file: pass --out "
+                         "SLICE.json, then pool the slices with --merge")
+
+
 def stats(values) -> dict:
+    """mean, std and n of per-seed values; std is the population standard deviation (numpy's
+    default, ddof 0) as every result file and README table reports it."""
     v = np.asarray(values, dtype=float)
     return {"mean": round(float(v.mean()), 2), "std": round(float(v.std()), 2), "n": int(len(v)),
             "values": [round(float(x), 2) for x in v]}
@@ -105,6 +115,7 @@ def speed_args(doc: str):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    require_out(a, a.quick)
     torch.set_num_threads(a.threads)
     return a
 
@@ -178,13 +189,21 @@ MACHINES_SEP = " + "   # a merged row measured on several machines names each on
 
 
 def merge_docs(docs: list[dict]) -> list[dict]:
-    """Rows of the same (model, variant, dataset, metric) from several runs, values pooled
-    (parallel single-seed runs merged into one table); each row keeps its machine."""
+    """Rows of the same (model, variant, dataset, split, metric) from several runs, values pooled
+    (parallel single-seed runs merged into one table); each row keeps its machine. A seed that
+    two slices both hold for one row, or a speed row (its ratio measured within one run) in two
+    slices, is an error rather than counted twice."""
     groups: dict = {}
     for d in docs:
         for r in d["rows"]:
-            key = (r["model"], r.get("variant"), r.get("dataset"), r["metric"])
-            g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=[]))
+            key = (r["model"], r.get("variant"), r.get("dataset"), r.get("split"), r["metric"])
+            if key in groups and "ratio" in r:
+                raise ValueError(f"speed row {key} is in two slices; its ratio pools nothing: keep it in one")
+            g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=[], seeds=[]))
+            twice = set(g["seeds"]) & set(r.get("seeds", ()))
+            if twice:
+                raise ValueError(f"seed(s) {sorted(twice)} of {key} are in two slices")
+            g["seeds"] += r.get("seeds", [])
             g["values"] += r.get("values", [r.get("mean")])
             g["_secs"].append(r.get("seconds"))
             for where in r.get("machine", d["machine"]).split(MACHINES_SEP):   # a merged row lists several
@@ -193,6 +212,8 @@ def merge_docs(docs: list[dict]) -> list[dict]:
     rows = []
     for r in groups.values():
         r["machine"] = MACHINES_SEP.join(r["machine"])
+        if not r["seeds"] or len(r["seeds"]) != len(r["values"]):      # rows written before seeds were kept
+            r.pop("seeds")
         secs = [x for x in r.pop("_secs") if x is not None]
         if "ratio" not in r:
             r.update(stats(r["values"]))
@@ -230,6 +251,7 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
                     "(re-merging a merged table whose notes went stale)")
     a = ap.parse_args()
     paper = paper or {}
+    require_out(a, a.seed or a.quick or a.models or a.datasets != ",".join(datasets))
     if a.merge:
         write_merged(name, a.merge, a.notes, extra=a.note, out=a.out)
         return
@@ -265,7 +287,7 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
             for k in metrics:
                 row = {"model": cell["model"], "variant": cell["label"], "dataset": ds,
                        "split": "10-fold CV" if dopts.get("cv") else "test", "metric": k, **stats(vals[k]),
-                       "min": round(min(vals[k]), 2), "max": round(max(vals[k]), 2),
+                       "min": round(min(vals[k]), 2), "max": round(max(vals[k]), 2), "seeds": seeds,
                        "seconds": round(float(np.mean(secs)), 1)}
                 p = paper.get((cell["model"], cell["label"], ds, k))
                 if p is not None:

@@ -223,6 +223,8 @@ def main(argv=None) -> None:
     p.add_argument("--tokens", type=int, default=None, help="tokens per batch (batch size = tokens // length)")
     p.add_argument("--min-time", type=float, default=None, help="seconds of timed steps per cell")
     args = p.parse_args(argv)
+    if args.quick and args.out == p.get_default("out"):
+        raise SystemExit("--quick is a check, not a measurement: pass --out, e.g. --out /tmp/check.json")
     if args.quick:
         lengths, dim, tokens, min_time, min_reps, heads, kernel = [16, 64], 16, 128, 0.05, 2, 2, 7
     else:

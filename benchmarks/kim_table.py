@@ -145,6 +145,8 @@ def main():
     ap.add_argument("--merge", nargs="*", help="combine partial result files into kim_table.json")
     ap.add_argument("--note", default="", help="with --merge: a sentence added after the slices' provenance")
     a = ap.parse_args()
+    common.require_out(a, a.seed or a.datasets != ",".join(DATASETS) or a.parts != ap.get_default("parts"))
+    seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     notes = ("CNN-non-static uses the 50-d GloVe 6B subset in ../shared/data (the paper: 300-d word2vec), OOV words "
              "uniform(-0.25, 0.25). SST-1/SST-2 train on every distinct labelled phrase of the SST train trees "
              "(sentences from the trees), dev/test are sentences. MR and SUBJ: stratified 10-fold CV (fixed folds), "
@@ -170,21 +172,21 @@ def main():
             continue
         for ds in a.datasets.split(","):
             accs, secs = [], []
-            for seed in ([a.seed] if a.seed else range(1, a.seeds + 1)):
+            for seed in seeds:
                 acc, sec = run_cnn(variant, ds, seed, a.epochs, a.patience, a.accelerator, a.wide)
                 accs.append(acc); secs.append(sec)
                 print(f"kim_cnn {variant} {ds} seed {seed}: {acc:.2f} ({sec:.0f}s)", flush=True)
             label = variant + (", wide" if a.wide else "") + (f", {a.epochs} epochs" if a.patience >= a.epochs else "")
             rows.append({"model": "kim_cnn", "variant": label, "dataset": ds,
                          "split": "test" if ds not in ("mr", "subj") else "10-fold CV", "metric": "accuracy", **common.stats(accs), "paper": PAPER[variant][ds],
-                         "seconds": round(float(np.mean(secs)), 1)})
+                         "seeds": seeds, "seconds": round(float(np.mean(secs)), 1)})
     if "fasttext" in parts:
         for ds in a.datasets.split(","):
-            accs, secs = zip(*[run_fasttext(ds, seed) for seed in range(1, a.seeds + 1)])
+            accs, secs = zip(*[run_fasttext(ds, seed) for seed in seeds])
             print(f"fasttext {ds}: {np.mean(accs):.2f}", flush=True)
             rows.append({"model": "fasttext", "variant": "bigrams", "dataset": ds, "split": "test" if ds not in ("mr", "subj")
-                         else "10-fold CV", "metric": "accuracy", **common.stats(accs), "seconds": round(float(np.mean(secs)), 1)})
-    if "throughput" in parts:
+                         else "10-fold CV", "metric": "accuracy", **common.stats(accs), "seeds": seeds, "seconds": round(float(np.mean(secs)), 1)})
+    if "throughput" in parts and not a.seed:      # its 3 runs per loop belong in one slice, not in each
         rows += throughput()
     common.write("kim_table", rows, notes, a.out)
 

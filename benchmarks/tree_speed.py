@@ -94,6 +94,8 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=50)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "tree_speed.json"))
     args = ap.parse_args(argv)
+    if args.quick and args.out == ap.get_default("out"):
+        raise SystemExit("--quick is a check, not a measurement: pass --out, e.g. --out /tmp/check.json")
     torch.set_num_threads(2)
     os.environ.setdefault("NLTK_DATA", str(Path(args.data_dir) / "nltk_data"))
     if args.quick:

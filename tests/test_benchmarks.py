@@ -54,3 +54,19 @@ def test_merging_a_merge_pools_seeds_and_names_each_machine_once(tmp_path):
     assert m["machine"] == f"{gpu} + {cpu}"                         # each machine once, however often merged
     assert doc["machine"] == f"several (each row's machine field): {gpu}; {cpu}"
     assert doc["notes"].count("python t.py") == 4                   # every slice's command kept once
+
+
+def test_merge_refuses_a_seed_or_a_speed_row_twice(tmp_path):
+    row = lambda seed, v: {"model": "m", "variant": "-", "dataset": "d", "split": "test", "metric": "accuracy",
+                           "mean": v, "values": [v], "seeds": [seed], "seconds": 1.0}
+    ok = write_merged("t", [_slice(tmp_path / "a.json", "cpu", [row(1, 80.0)]),
+                            _slice(tmp_path / "b.json", "cpu", [row(2, 82.0)])], out=tmp_path / "ok.json")
+    (m,) = json.loads(ok.read_text())["rows"]
+    assert m["seeds"] == [1, 2] and m["values"] == [80.0, 82.0]
+    with pytest.raises(ValueError, match=r"seed\(s\) \[2\] .* are in two slices"):
+        write_merged("t", [ok, _slice(tmp_path / "c.json", "cpu", [row(2, 82.0)])], out=tmp_path / "bad.json")
+    speed = {"model": "m", "variant": "fast", "dataset": "-", "metric": "examples_per_s", "mean": 5.0,
+             "baseline": "slow", "ratio": 1.2}
+    with pytest.raises(ValueError, match="speed row .* in two slices"):
+        write_merged("t", [_slice(tmp_path / "d.json", "cpu", [speed]), _slice(tmp_path / "e.json", "cpu", [speed])],
+                     out=tmp_path / "bad2.json")
