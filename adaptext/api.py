@@ -99,7 +99,8 @@ class Classifier:
         return leaf_tree(Tokenizer(self.encoder.tokenizer.config)(s) or ["<unk>"])
 
     def batch(self, inputs):
-        items = self.encoder.encode(self.as_examples(inputs), with_labels=False)
+        """The model's batch of ``inputs``, encoded as ``predict`` encodes them."""
+        items = self._items(inputs)
         return self.collate(items), items
 
     # ------------------------------------------------------------------ output

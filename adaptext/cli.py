@@ -256,6 +256,9 @@ def cmd_explain(argv) -> int:
         from .explain.attention import plot_attention
         if not hasattr(clf.model, "explain"):
             raise DataError(args.run_dir, None, f"{clf.config['model']} has no attention to show (use an attconv run)")
+        for name, t in [("--text", args.text)] + [(f"--context {k}", c) for k, c in enumerate(args.context or [], 1)]:
+            if not _tokens(clf, t):
+                raise DataError("<input>", None, f"{name} is empty after tokenisation: nothing to attend from or to")
         if clf.kind == "text":
             inputs, ctx_tokens = [args.text], None
         elif not args.context:
@@ -283,6 +286,8 @@ def _explain_filters(clf, args) -> list:
             by_class.setdefault(e.label, []).append(e)
     rng = random.Random(0)
     chosen = [e for lab in clf.labels.labels for e in rng.sample(by_class.get(lab, []), min(args.per_class, len(by_class.get(lab, []))))]
+    if not chosen:
+        raise DataError(data, None, f"no example carries one of the run's labels ({', '.join(map(str, clf.labels.labels))})")
     items = clf.encoder.encode(chosen)
     gen = generated_filters(clf.model, clf.collate(items))
     static = None
@@ -304,10 +309,12 @@ def _explain_tree(clf, args) -> list:
     (example,) = clf.as_examples([args.tree or args.text]) if clf.kind == "tree" else \
         clf.as_examples([{"tree": args.tree or args.text, "pair": args.tree or args.text}])
     batch = clf.collate(clf.encoder.encode([example], with_labels=False))
-    paths = []
-    if "tg_" in clf.config["model"]:
-        draw_tree(clf.model, batch, example.tree, out / "tree.png", args.dim, label_names=clf.labels.labels)
-        paths.append(out / "tree.png")
+    tag_guided = clf.config["model"].startswith("tg_")
+    if args.data and not tag_guided:
+        raise ValueError(f"--data dumps the node types behind each z_u dimension; {clf.config['model']} "
+                         f"has no tag-guided hypernetwork (drop --data to draw the tree by its hidden state)")
+    draw_tree(clf.model, batch, example.tree, out / "tree.png", args.dim, label_names=clf.labels.labels)
+    paths = [out / "tree.png"]
     if args.data:
         from .data.batching import BatchLoader
         from .training.run import add_tags, split_examples

@@ -6,8 +6,8 @@ The export directory holds ``model.onnx``, the run's ``vocab.json``, ``labels.js
 its inputs, and the check made at export time. The graph reads token ids and lengths:
 
     text [batch, length] int64       ids from vocab.json (0 = <pad>, 1 = <unk>), padded with 0
-    lengths [batch] int64            tokens per text (at least 1)
-    pair, pair_lengths               pair models: the second text, the same way
+    lengths [batch] int64            tokens per text (at least 1: an empty text is one <unk>)
+    pair, pair_lengths               pair models: the second text, the same way (an empty one: length 0)
     contexts [batch, K, length], context_lengths [batch, K]   models with several contexts
 
 and returns ``logits`` and ``probs`` [batch, classes] (softmax; sigmoid for multi-label runs,
@@ -184,19 +184,21 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
     program.save(str(unchecked))
     check = sample_inputs(kind, vocab_size, min_length, length, batch=5, seed=1, longer=5, contexts=2)
     session = ort.InferenceSession(str(unchecked), providers=["CPUExecutionProvider"])
-    got = session.run(["probs"], {n: a.numpy() for n, a in zip(names, check)})[0]
+    got = session.run(["logits", "probs"], {n: a.numpy() for n, a in zip(names, check)})
     with torch.no_grad():
-        want = graph(*check)[1]
-    diff = float((torch.from_numpy(got) - want).abs().max())
-    if not diff <= TOLERANCE:
+        want = graph(*check)
+    diff = float((torch.from_numpy(got[1]) - want[1]).abs().max())
+    # logits: the same bound relative to their size (probabilities near 0 or 1 hide logit errors)
+    diff_logits = float(((torch.from_numpy(got[0]) - want[0]).abs() / want[0].abs().clamp_min(1.0)).max())
+    if not (diff <= TOLERANCE and diff_logits <= TOLERANCE):
         unchecked.unlink()
-        raise RuntimeError(f"the exported graph's probabilities differ from PyTorch's by {diff:.2e} "
-                           f"(more than {TOLERANCE:g}): not written")
+        raise RuntimeError(f"the exported graph differs from PyTorch by {diff:.2e} in probabilities and "
+                           f"{diff_logits:.2e} in logits (relative; more than {TOLERANCE:g}): not written")
     unchecked.replace(path)
     opsets = [o.version for o in program.model_proto.opset_import if o.domain in ("", "ai.onnx")]
     return {"min_length": min_length, "opset": opsets[0] if opsets else None,
             "check": {"examples": int(check[0].shape[0]), "length": int(check[0].shape[-1]),
-                      "max_abs_diff_probs": diff}}
+                      "max_abs_diff_probs": diff, "max_rel_diff_logits": diff_logits}}
 
 
 def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = None, log=print) -> dict:
@@ -209,7 +211,8 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
         raise DataError(run, None, f"a {clf.kind} model ({clf.config['model']}) reads a parse per text, which an "
                                    f"ONNX graph cannot; export supports text, pair and contexts models")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "export.json").unlink(missing_ok=True)          # no manifest of an earlier export beside a new graph
+    for stale in ("export.json", "model.onnx"):             # nothing of an earlier export survives a failed one
+        (out / stale).unlink(missing_ok=True)
     onnx_path = out / "model.onnx"
     done = export_model(clf.model, clf.kind, clf.labels.multilabel, len(clf.encoder.vocab), onnx_path, length, opset)
     for name in ("vocab.json", "labels.json", "config.json"):
@@ -221,7 +224,7 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
         "length": length, "max_length": clf.config["max_length"],
         "fixed_length": getattr(clf.model, "fixed_length", 0) or None,
         "encoding": "tokenise with vocab.json's tokenizer settings; ids from its tokens (else 1, <unk>); cut at "
-                    "max_length (and fixed_length, length when set); an empty text is one <unk>; pad with 0 to the "
+                    "max_length (and fixed_length, length when set); an empty text is one <unk> (an empty pair or context has length 0); pad with 0 to the "
                     "batch's longest text and at least min_length positions (exactly length when set)",
         "labels": clf.labels.labels,
         **done, "source": str(run.resolve()),

@@ -24,7 +24,8 @@ def commit() -> str:
     if os.environ.get("ADAPTEXT_COMMIT"):        # runs on a copy of the tree without .git
         return os.environ["ADAPTEXT_COMMIT"]
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip() \
+            or "unknown"                          # not a git checkout
     except OSError:
         return "unknown"
 

@@ -34,10 +34,14 @@ def test_explain_filters_of_an_adaptive_cnn(tmp_path, capsys):
     _png(tmp_path / "x" / "filters_tsne.png")
     assert main(["explain", "filters", str(tmp_path / "cnn"), "--out", str(tmp_path / "y")]) == 2   # static model
     assert "not an adaptive" in capsys.readouterr().err
+    other = tmp_path / "other.txt"
+    other.write_text("pos a fine film\nneg a dull film\n")
+    assert main(["explain", "filters", str(tmp_path / "ac"), "--data", str(other), "--out", str(tmp_path / "z")]) == 2
+    assert "no example carries one of the run's labels" in capsys.readouterr().err
 
 
 @needs_data
-def test_explain_attention_of_a_pair_model(tmp_path):
+def test_explain_attention_of_a_pair_model(tmp_path, capsys):
     data = _slice(tmp_path, "sick/SICK_train.txt", "SICK_small.txt", 300, header=True)
     train_run({"model": "attconv", "data": data, "test": data, "out": str(tmp_path / "att"), "embed_dim": 16,
                "hidden": 16, **FAST})
@@ -46,6 +50,9 @@ def test_explain_attention_of_a_pair_model(tmp_path):
     assert code == 0
     _png(tmp_path / "x" / "attention.png")
     _png(tmp_path / "x" / "activations.png")
+    assert main(["explain", "attention", str(tmp_path / "att"), "--text", " ", "--context", "A person plays",
+                 "--out", str(tmp_path / "y")]) == 2
+    assert "--text is empty after tokenisation" in capsys.readouterr().err
 
 
 @needs_data
@@ -58,3 +65,17 @@ def test_explain_tree_of_a_tag_guided_model(tmp_path):
     _png(tmp_path / "x" / "tree.png")
     top = json.loads((tmp_path / "x" / "node_types.json").read_text())
     assert len(top) >= 1 and all(len(v) <= 3 for v in top.values())
+
+
+@needs_data
+def test_explain_tree_of_a_plain_tree_lstm_draws_its_hidden_state(tmp_path, capsys):
+    data = _slice(tmp_path, "sst_ptb/dev.txt", "trees.txt", 120)
+    train_run({"model": "treelstm", "data": data, "test": data, "out": str(tmp_path / "t"), "hidden": 8, **FAST})
+    code = main(["explain", "tree", str(tmp_path / "t"), "--tree", "(3 (2 a) (3 (3 lovely) (2 film)))",
+                 "--out", str(tmp_path / "x")])
+    assert code == 0
+    _png(tmp_path / "x" / "tree.png")
+    capsys.readouterr()
+    assert main(["explain", "tree", str(tmp_path / "t"), "--text", "a film", "--data", data,
+                 "--out", str(tmp_path / "y")]) == 2
+    assert "no tag-guided hypernetwork" in capsys.readouterr().err

@@ -150,6 +150,8 @@ def test_join_contexts_is_the_same_in_an_exported_graph(monkeypatch):
 
 def test_a_graph_that_fails_its_check_is_not_written(kim_run, tmp_path, monkeypatch):
     import adaptext.export as E
+    assert main(["export", str(kim_run), "--out", str(tmp_path / "bad")]) == 0     # an earlier export there
+    assert (tmp_path / "bad" / "model.onnx").exists()
     monkeypatch.setattr(E, "TOLERANCE", -1.0)
     assert main(["export", str(kim_run), "--out", str(tmp_path / "bad")]) == 2
     assert not (tmp_path / "bad" / "model.onnx").exists() and not (tmp_path / "bad" / "export.json").exists()

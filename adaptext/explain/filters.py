@@ -47,7 +47,10 @@ def plot_filters(gen: np.ndarray, classes: list, label_names: list, out_png, sta
     from sklearn.manifold import TSNE
     n, per, d = gen.shape
     pts = [gen.reshape(n * per, d)]
-    if static is not None and static.shape[1] == d:
+    if static is not None:
+        if static.shape[1] != d:
+            raise ValueError(f"the baseline's filters have {static.shape[1]} weights, the generated ones {d}: "
+                             "a baseline with the same embedding size and filter width is needed")
         pts.append(static)
     allp = np.concatenate(pts)
     allp = allp / np.maximum(np.linalg.norm(allp, axis=1, keepdims=True), 1e-12)
