@@ -163,7 +163,8 @@ def main():
              "README, Kim's settings, 25 epochs, one run per cell) reports CNN-rand MR 75.9, SST-1 42.2, SST-2 83.5, "
              "SUBJ 89.2, TREC 88.2 and CNN-non-static (300-d word2vec) SST-1 46.7 (std 1.69 over 5 runs).")
     if a.merge:
-        common.write_merged("kim_table", a.merge, notes, extra=a.note, out=a.out)
+        # the slices' own notes (each says the epochs and patience it ran with), not this command's
+        common.write_merged("kim_table", a.merge, None, extra=a.note, out=a.out)
         return
     parts = a.parts.split(",")
     rows = []
