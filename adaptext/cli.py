@@ -8,6 +8,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -99,7 +100,9 @@ def cmd_evaluate(argv) -> int:
     from .training import metrics as M
     from .training.run import gold, predict_probs, split_examples
     clf = load(a.run_dir)
-    examples, bad = split_examples(clf.config, a.split, a.data, a.data_dir, a.format, a.on_bad_line)
+    fold = re.fullmatch(r"fold-(\d+)", Path(a.run_dir).resolve().name)
+    examples, bad = split_examples(clf.config, a.split, a.data, a.data_dir, a.format, a.on_bad_line,
+                                   int(fold.group(1)) if fold else None)
     if clf.entry.needs_tags:
         from .training.run import add_tags
         examples = add_tags(clf.config, clf.entry, [examples])[0]

@@ -207,7 +207,7 @@ def test_too_few_examples_for_a_dev_split_is_one_error_line(tmp_path, capsys):
     assert err.startswith(f"error: {f}: no dev examples") and "--dev FILE" in err and "\n" not in err
 
 
-def test_cross_validation_reports_mean_and_std(tmp_path):
+def test_cross_validation_reports_mean_and_std(tmp_path, capsys):
     rows = "".join(f"{'pos' if i % 2 else 'neg'} {'great fine good' if i % 2 else 'bad awful poor'} text {i}\n"
                    for i in range(120))
     f = tmp_path / "sorted.txt"
@@ -216,6 +216,12 @@ def test_cross_validation_reports_mean_and_std(tmp_path):
     assert m["cv"]["folds"] == 3 and len(m["cv"]["test_accuracy"]) == 3
     assert "accuracy_std" in m["test"]
     assert (tmp_path / "cv" / "fold-3" / "model.safetensors").exists()
+    fold2 = json.loads((tmp_path / "cv" / "fold-2" / "metrics.json").read_text())
+    capsys.readouterr()
+    for split in ("test", "dev"):                         # a fold's splits rebuilt as it was trained on them
+        assert main(["evaluate", str(tmp_path / "cv" / "fold-2"), "--split", split]) == 0
+        ev = json.loads(capsys.readouterr().out)
+        assert ev["n"] == fold2[split]["n"] and ev["confusion_matrix"] == fold2[split]["confusion_matrix"]
     (tmp_path / "cv" / "metrics.json").unlink()          # as if killed before the summary: still a run there
     with pytest.raises(DataError, match="already holds a run"):
         train_run({"data": str(f), "format": "kim", "cv": 3, "out": str(tmp_path / "cv"), "epochs": 1, **TINY})

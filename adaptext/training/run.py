@@ -40,11 +40,13 @@ def load_data(cfg: dict):
 COLUMN_KEYS = ("text_col", "pair_col", "contexts_col", "label_col", "label_sep", "encoding")
 
 
-def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on_bad_line="error"):
+def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on_bad_line="error",
+                   fold: int | None = None):
     """(examples, bad lines) of one split as a run saw it, for evaluate and explain.
 
     Without ``data``: the run's own data, re-read with its options, so ``--split test`` is the
-    run's test file and a dev held out of train is the same 10% again. With a named dataset:
+    run's test file and a dev held out of train is the same 10% again (``fold``: fold k of a
+    cross-validated run, its splits rebuilt as ``cross_validate`` built them). With a named dataset:
     that dataset's split (a held-out dev recomputed). With a file: that file, read with the
     run's column options (the file is the split)."""
     from ..data.datasets import DATASETS
@@ -61,11 +63,16 @@ def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on
     if not own:
         run.update(dev=None, test=None, cv=0)
     splits = load_data(run)
+    if own and splits.folds and fold:
+        tr_idx, te_idx = splits.folds[fold - 1]
+        train, dev = holdout([splits.train[i] for i in tr_idx])
+        chosen = {"train": train, "dev": dev, "test": [splits.train[i] for i in te_idx]}[split]
+        return chosen, splits.bad
     chosen = {"train": splits.train, "dev": splits.dev, "test": splits.test}[split]
     if not chosen:
         where = run["data"] or DEMO
-        raise DataError(where, None, f"the run has no {split} split (it was cross-validated: its folds' "
-                                     f"metrics are in the run directory); pass --data FILE to evaluate on a file")
+        raise DataError(where, None, f"the run has no {split} split (it was cross-validated: evaluate one of its "
+                                     f"fold-k directories); pass --data FILE to evaluate on a file")
     return chosen, splits.bad
 
 
@@ -376,6 +383,9 @@ def cross_validate(cfg, splits, out: Path, resume: bool, log=print) -> dict:
         test = [splits.train[i] for i in te_idx]
         train, dev = holdout(train)
         log(f"fold {k}/{len(splits.folds)}: train {len(train)}, dev {len(dev)}, test {len(test)}")
+        if _is_rank_zero():                       # each fold a run directory of its own: load / evaluate it
+            fold_dir.mkdir(parents=True, exist_ok=True)
+            write_atomic(fold_dir / "config.json", cfg)
         m = fit_one(cfg, train, dev, test, fold_dir, splits.kind, splits.multilabel, splits.bad.count,
                     resume and (fold_dir / "checkpoints").exists(), log)
         if not m:
