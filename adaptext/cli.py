@@ -36,10 +36,11 @@ def _add_option(group, key, default, help_text="", choices=None):
 
 def _train_parser(model: str | None) -> argparse.ArgumentParser:
     from .registry import get_entry
-    from .training.config import CHOICES, HELP, RUN_DEFAULTS
+    from .training.config import CHOICES, HELP, RUN_DEFAULTS, resolve
     p = argparse.ArgumentParser(prog="adaptext train", description="Train and evaluate a model; writes a run directory.")
     p.add_argument("--config", help="JSON or YAML file of options (e.g. a run's config.json)")
     g = p.add_argument_group("run options")
+    resolved = resolve({"model": model or "kim_cnn"})        # this model's defaults, shown in the help
     for key, default in RUN_DEFAULTS.items():
         d = default if default is not None else ""
         if key in ("cv", "cv_seed", "min_freq", "max_vocab", "max_length", "epochs", "batch_size", "patience",
@@ -47,7 +48,9 @@ def _train_parser(model: str | None) -> argparse.ArgumentParser:
             d = int(default or 0)
         if key in ("lr", "weight_decay", "grad_clip", "oov_scale"):
             d = float(default)
-        _add_option(g, key, d, HELP.get(key, ""), CHOICES.get(key))
+        shown = resolved.get(key)
+        text = HELP.get(key, "") + (f" [default: {shown}]" if shown not in (None, "", ()) and key not in ("out", "embedding_mode") else "")
+        _add_option(g, key, d, text.strip(), CHOICES.get(key))
     if model:
         entry = get_entry(model)
         mg = p.add_argument_group(f"{model} options ({entry.paper or 'model'} defaults)")
