@@ -5,6 +5,11 @@ writes benchmarks/results/attconv_length.{json,md,png} (``--dataset sst2``: attc
 
     python benchmarks/attconv_table.py --datasets imdb --keep runs/attconv-imdb
     python benchmarks/attconv_length.py runs/attconv-imdb
+
+Runs kept on another machine (a GPU lent for one session) are gone with it, but their
+decile rows are not: ``--add benchmarks/results/attconv_length.json`` takes the rows of every
+model that has no kept run here from that earlier result (its per-seed values), after
+checking that its deciles are the same.
 """
 import argparse
 import json
@@ -31,6 +36,8 @@ def main() -> None:
     ap.add_argument("--bins", type=int, default=10)
     ap.add_argument("--note", default="", help="a sentence added to the notes (what is missing and why)")
     ap.add_argument("--device", default="cpu", help="where the kept runs predict (cuda on a GPU machine)")
+    ap.add_argument("--add", metavar="RESULT.json",
+                    help="an earlier result of this script: its rows for models with no kept run here join the table")
     a = ap.parse_args()
     test = read_split(a.dataset, "test", str(DATA))
     runs = sorted(p for p in Path(a.runs).iterdir() if re.search(rf"-{a.dataset}-seed\d+$", p.name))
@@ -46,6 +53,18 @@ def main() -> None:
         per_model[key].append(by_length(lengths, correct, a.bins))
         print(f"{run.name}: accuracy {100 * correct.mean():.2f}", flush=True)
 
+    added = []
+    if a.add:
+        for key, seeds in earlier(Path(a.add), a.dataset, a.bins).items():
+            if key in per_model:
+                continue
+            if [(b["min_len"], b["max_len"]) for b in seeds[0]] != [(b["min_len"], b["max_len"]) for b in
+                                                                    next(iter(per_model.values()))[0]]:
+                sys.exit(f"error: {a.add}: the deciles of {key[0]} {key[1]} differ from this test split's")
+            per_model[key] = seeds
+            added.append(f"{key[0]} {key[1]}")
+            print(f"{a.add}: {key[0]} {key[1]}, {len(seeds)} seeds", flush=True)
+
     rows = []
     for (model, variant), seeds in per_model.items():
         for b in range(len(seeds[0])):
@@ -59,10 +78,34 @@ def main() -> None:
     name = "attconv_length" if a.dataset == "imdb" else f"attconv_length_{a.dataset}"
     plot(per_model, RESULTS / f"{name}.png", a.dataset)
     write(name, rows,
-          f"Test texts split into {a.bins} buckets at the deciles of their length in words (the whole text, "
+          (f"Test texts split into {a.bins} buckets at the deciles of their length in words (the whole text, "
           "before truncation); accuracy in each bucket, mean / std over the seeds of attconv_table.py's kept runs "
           f"(same training runs as its {a.dataset} rows; read from each run's test_predictions.jsonl where it has "
-          f"one). Plot: {name}.png. {a.note}".rstrip())
+          f"one). Plot: {name}.png. "
+          + (f"Rows of {', '.join(added)} taken from {a.add} (their runs were kept on another machine). "
+             if added else "") + a.note).rstrip())
+
+
+def earlier(path: Path, dataset: str, bins: int) -> dict:
+    """{(model, variant): per seed, the decile dicts} from an earlier result file's rows."""
+    try:
+        rows = [r for r in json.loads(path.read_text())["rows"] if r["dataset"] == dataset]
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"error: {path}: not a result file of this script ({e})")
+    out: dict = defaultdict(lambda: None)
+    for r in rows:
+        m = re.fullmatch(r"accuracy, length decile (\d+) \((\d+)-(\d+) words\)", r["metric"])
+        if not m:
+            continue
+        key = (r["model"], r["variant"])
+        if out[key] is None:
+            out[key] = [[None] * bins for _ in r["values"]]
+        for s, v in enumerate(r["values"]):
+            out[key][s][int(m[1]) - 1] = {"accuracy": v, "min_len": int(m[2]), "max_len": int(m[3])}
+    bad = [k for k, seeds in out.items() if any(b is None for s in seeds for b in s)]
+    if bad:
+        sys.exit(f"error: {path}: {bad[0][0]} {bad[0][1]} does not have {bins} deciles for every seed")
+    return dict(out)
 
 
 def outcomes(run: Path, test, device: str):
@@ -92,7 +135,7 @@ def plot(per_model: dict, path: Path, dataset: str) -> None:
         acc = np.array([[b["accuracy"] for b in s] for s in seeds])
         x = np.arange(1, acc.shape[1] + 1)
         name = model if variant in ("-", "rand", "default") else f"{model} {variant}"
-        ax.plot(x, acc.mean(0), marker="o", label=f"{name} ({len(seeds)} seeds)")
+        ax.plot(x, acc.mean(0), marker="o", label=f"{name} ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})")
         ax.fill_between(x, acc.min(0), acc.max(0), alpha=0.15)
         ticks = [f"{b['min_len']}-{b['max_len']}" for b in seeds[0]]
     ax.set_xticks(range(1, len(ticks) + 1), ticks, rotation=35, ha="right", fontsize=8)

@@ -70,3 +70,23 @@ def test_merge_refuses_a_seed_or_a_speed_row_twice(tmp_path):
     with pytest.raises(ValueError, match="speed row .* in two slices"):
         write_merged("t", [_slice(tmp_path / "d.json", "cpu", [speed]), _slice(tmp_path / "e.json", "cpu", [speed])],
                      out=tmp_path / "bad2.json")
+
+
+def test_length_deciles_of_an_earlier_result_are_read_back_per_seed(tmp_path):
+    from attconv_length import earlier
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "attconv_length.json"
+    rows = json.loads(path.read_text())["rows"]
+    got = earlier(path, "imdb", 10)
+    assert ("kim_cnn", "rand") in got and ("attconv", "light") in got
+    seeds = got[("kim_cnn", "rand")]
+    first = next(r for r in rows if r["model"] == "kim_cnn" and r["metric"].startswith("accuracy, length decile 1 "))
+    assert len(seeds) == first["n"] and all(len(s) == 10 for s in seeds)
+    assert [s[0]["accuracy"] for s in seeds] == first["values"]
+    assert seeds[0][0]["min_len"] == 8 and seeds[0][9]["max_len"] >= seeds[0][8]["max_len"]
+    # a result missing one decile of a model is refused, not plotted with a hole
+    doc = json.loads(path.read_text())
+    doc["rows"] = [r for r in rows if not (r["model"] == "kim_cnn" and "decile 4 " in r["metric"])]
+    cut = tmp_path / "cut.json"
+    cut.write_text(json.dumps(doc))
+    with pytest.raises(SystemExit, match="kim_cnn rand does not have 10 deciles"):
+        earlier(cut, "imdb", 10)
