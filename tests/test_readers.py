@@ -162,7 +162,7 @@ def test_bad_input_is_one_line_naming_file_and_line(tmp_path, capsys, case):
     good = "text,label\n" + "".join(f"sentence number {i} here,{'ab'[i % 2]}\n" for i in range(30))
     if case == "csv_row":
         train = write(tmp_path, "train.csv", good + "only one field\n")
-        expect = f"{train}:32: expected at least 2 fields, found 1"
+        expect = f"{train}:32: expected 2 fields (as the header), found 1"
     elif case == "label_col":
         train = write(tmp_path, "train.csv", "text,klass\nhello,a\n")
         expect = f"{train}:1: no label column 'label' in the header"
@@ -293,3 +293,44 @@ def test_byte_order_mark_long_fields_tab_txt_and_label_separators(tmp_path):
     assert R.read_file(ml, label_sep=",")[0].label == ("a", "b")
     with pytest.raises(ValueError, match="unknown encoding 'utf8x'"):
         R.read_file(ml, encoding="utf8x")
+
+
+def test_rows_are_never_lost_or_invented(tmp_path):
+    """Found by a user review: a row with too many fields became a made-up class, a stray quote
+    also swallowed the good row after it, a JSONL label '-' vanished from any file, a quoted TSV
+    field lost its quotes, and a fastText file whose first line lacked its label was read as
+    'label text' lines."""
+    # too many fields: an error naming the line, or skipped and counted; never the label "many"
+    p = write(tmp_path, "extra.csv", "text,label\ngood film,pos\ntoo,many,fields,pos\nbad film,neg\n")
+    with pytest.raises(DataError, match=r"extra.csv:3: expected 2 fields \(as the header\), found 4 \(an unquoted"):
+        R.read_table(p)
+    bad = BadLines("skip")
+    assert [e.label for e in R.read_table(p, bad)] == ["pos", "neg"] and bad.count == 1
+    # a stray quote: its own row is reported, the next good row is still read
+    p = write(tmp_path, "stray.csv", 'text,label\nfine,pos\nsays "hi" then,neg\n"half "quoted,pos\nkept,neg\nlast,pos\n')
+    bad = BadLines("skip")
+    ex = R.read_table(p, bad)
+    assert [e.where.rsplit(":", 1)[1] for e in ex] == ["2", "3", "5", "6"]     # a quote inside a field is text
+    assert ex[1].text == 'says "hi" then' and [s.split(": ", 1)[0] for s in bad.skipped] == [f"{p}:4"]
+    p = write(tmp_path, "open.csv", 'text,label\n"an unclosed quote here ,neg\n"each scene drags , on top .",neg\nok,pos\n')
+    bad = BadLines("skip")
+    assert [(e.text, e.where.rsplit(":", 1)[1]) for e in R.read_table(p, bad)] == [
+        ("each scene drags , on top .", "3"), ("ok", "4")]                  # line 3 was swallowed before
+    assert [s.split(": ", 1)[0] for s in bad.skipped] == [f"{p}:2"]
+    # '-' is an ordinary label outside SNLI-style files, which are recognised by their fields
+    p = write(tmp_path, "signs.jsonl", '{"text": "up", "label": "+"}\n{"text": "down", "label": "-"}\n'
+                                       '{"text": "flat", "label": "0"}\n')
+    assert [e.label for e in R.read_file(p)] == ["+", "-", "0"]
+    nli = write(tmp_path, "snli.jsonl", '{"sentence1": "a b", "sentence2": "a", "gold_label": "-"}\n'
+                                        '{"sentence1": "a b", "sentence2": "b", "gold_label": "entailment"}\n')
+    bad = BadLines()
+    assert R.detect_format(nli) == "nli" and [e.label for e in R.read_file(nli, bad=bad)] == ["entailment"]
+    assert bad.filtered == {"label '-'": 1}
+    # TSV has no quoting: quotes are text
+    p = write(tmp_path, "q.tsv", 'label\ttext\npos\t"Spirited Away" is a masterpiece\nneg\tsay "no"\n')
+    assert [e.text for e in R.read_file(p)] == ['"Spirited Away" is a masterpiece', 'say "no"']
+    # fastText is recognised from any of the first lines; the unlabelled line is reported
+    p = write(tmp_path, "ft.txt", "no label here\n__label__pos good film\n__label__neg bad film\n")
+    bad = BadLines("skip")
+    assert R.detect_format(p) == "fasttext" and [e.label for e in R.read_file(p, bad=bad)] == ["pos", "neg"]
+    assert bad.skipped == [f"{p}:1: no __label__ label at the start of the line"]

@@ -153,13 +153,14 @@ def read_fasttext(path, bad: BadLines | None = None, encoding: str = "utf-8", pr
 # ------------------------------------------------------------ CSV rows
 def csv_rows(text: str, path, bad: BadLines, **fmt):
     """``(line, row)`` for each non-blank row of CSV ``text`` (``fmt``: ``csv.reader`` options),
-    ``line`` where the row starts (a quoted field may span lines). A malformed row is reported to
-    ``bad`` and the reading goes on after it; a quote never closed (which would swallow the rest of
-    the file into one field) is reported at its row and the reading resumes on the next line."""
+    ``line`` where the row starts (a quoted field may span lines). A malformed row (a stray quote,
+    or a quote never closed, which would swallow the rest of the file into one field) is reported
+    at the line where it starts, and the reading starts again on the next line: the rows after
+    it are read with their own line numbers, none is lost inside the bad one."""
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))    # long documents are not malformed
     lines = io.StringIO(text, newline="").readlines()
     offset = 0
-    while True:
+    while offset < len(lines):
         reader = csv.reader(iter(lines[offset:]), strict=True, **fmt)
         lineno = offset + 1
         while True:
@@ -170,14 +171,13 @@ def csv_rows(text: str, path, bad: BadLines, **fmt):
             except csv.Error as e:
                 if offset + reader.line_num >= len(lines) and "end of data" in str(e):
                     bad(path, lineno, "unclosed quote: this row's quoted field runs to the end of the file")
-                    break
-                bad(path, lineno, f"malformed CSV row ({e})")
-                lineno = offset + reader.line_num + 1
-                continue
+                else:
+                    bad(path, lineno, f"malformed CSV row ({e})")
+                break
             start, lineno = lineno, offset + reader.line_num + 1
             if row and not (len(row) == 1 and not row[0].strip()):
                 yield start, row
-        offset = lineno                     # 0-based index of the line after the unclosed row's first
+        offset = lineno                     # 0-based index of the line after the bad row's first
 
 
 # ------------------------------------------------------------ Zhang CSV (AG News, ...)
@@ -228,7 +228,9 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
     if delimiter is None:
         name = path.name.removesuffix(".gz")
         delimiter = "\t" if name.endswith((".tsv", ".txt")) else ","
-    rows = csv_rows(read_text(path, encoding, bad), path, bad, delimiter=delimiter)
+    # TSV has no quoting (as GLUE's readers): a quote is text, '"Spirited Away" is ...' stays whole
+    quoting = {"quoting": csv.QUOTE_NONE} if delimiter == "\t" else {}
+    rows = csv_rows(read_text(path, encoding, bad), path, bad, delimiter=delimiter, **quoting)
     out = []
     first_line, first = next(rows, (None, None))
     if first is None:
@@ -245,10 +247,13 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
         ti, pi, li = idx(text_col, "text"), idx(pair_col, "pair"), idx(label_col, "label") if label_col else None
     else:
         ti, pi, li = int(text_col), (int(pair_col) if pair_col is not None else None), (int(label_col) if label_col is not None else None)
-    need = max(x for x in (ti, pi, li) if x is not None) + 1
+    width = len(first)                          # every row has the header's (or first row's) fields
+    if max(x for x in (ti, pi, li) if x is not None) >= width:
+        raise DataError(path, first_line, f"column index out of range: the first row has {width} field(s)")
     for start, row in (rows if header else itertools.chain([(first_line, first)], rows)):
-        if len(row) < need:
-            bad(path, start, f"expected at least {need} fields, found {len(row)}")
+        if len(row) != width:
+            hint = " (an unquoted delimiter inside a field?)" if len(row) > width else ""
+            bad(path, start, f"expected {width} fields{' (as the header)' if header else ''}, found {len(row)}{hint}")
             continue
         txt = row[ti]
         if not _check_text(txt, path, start, bad):
@@ -281,7 +286,7 @@ def _json_label(value, path, i, bad, name_of=None):
 
 
 def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_col="text", pair_col=None,
-               contexts_col=None, label_col="label", skip_labels=("-",), label_sep=None, unlabelled=False):
+               contexts_col=None, label_col="label", skip_labels=(), label_sep=None, unlabelled=False):
     """One JSON object per line. Pairs with ``pair_col``; a text with a list of contexts with
     ``contexts_col``; a JSON list (or ``label_sep``-joined string) as label gives multi-label.
     Examples whose label is in ``skip_labels`` (SNLI's ``-``) are left out and counted in
@@ -346,7 +351,8 @@ def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_
 def read_nli_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8"):
     """SNLI / MultiNLI / SciTail JSONL: the hypothesis (sentence2) is the text, modelled with
     the premise (sentence1) as context; gold label ``-`` (no consensus) is skipped and counted."""
-    return read_jsonl(path, bad, encoding, text_col="sentence2", pair_col="sentence1", label_col="gold_label")
+    return read_jsonl(path, bad, encoding, text_col="sentence2", pair_col="sentence1", label_col="gold_label",
+                      skip_labels=("-",))
 
 
 # ------------------------------------------------------------ SICK
@@ -527,27 +533,41 @@ FORMATS = ("auto", "kim", "trec", "fasttext", "zhang", "csv", "tsv", "jsonl", "n
 def detect_format(path) -> str:
     name = Path(path).name.lower().removesuffix(".gz")
     if name.endswith((".jsonl", ".json")):
-        return "jsonl"
+        return "nli" if _is_nli(path) else "jsonl"
     if name.endswith(".tsv"):
         return "tsv"
     if name.endswith(".csv"):
         return "csv"
     if name.startswith("sick"):
         return "sick"
-    for _, line in iter_lines(path, "auto"):
-        if not line.strip():
-            continue
-        if "\t" in line.split(" ", 1)[0]:          # a tab before any space: a TSV named .txt
-            return "tsv"
-        if line.startswith("__label__"):
-            return "fasttext"
-        if line.startswith("("):
-            return "sst-trees"
-        head = line.split(" ", 1)[0]
-        if re.fullmatch(r"[A-Z]+:\S+", head):
-            return "trec"
-        return "kim"
-    raise DataError(path, None, "the file is empty")
+    head = [line for _, line in itertools.islice(
+        ((i, l) for i, l in iter_lines(path, "auto") if l.strip()), SNIFF_LINES)]
+    if not head:
+        raise DataError(path, None, "the file is empty")
+    if any(line.startswith("__label__") for line in head):    # fastText, even if line 1 lacks its label
+        return "fasttext"
+    line = head[0]
+    if "\t" in line.split(" ", 1)[0]:              # a tab before any space: a TSV named .txt
+        return "tsv"
+    if line.startswith("("):
+        return "sst-trees"
+    if re.fullmatch(r"[A-Z]+:\S+", line.split(" ", 1)[0]):
+        return "trec"
+    return "kim"
+
+
+SNIFF_LINES = 50          # non-blank lines a format is guessed from
+
+
+def _is_nli(path) -> bool:
+    """An SNLI / MultiNLI / SciTail JSONL file (sentence1, sentence2, gold_label), whose gold
+    label '-' means 'no consensus' and is skipped."""
+    try:
+        first = next((line for _, line in iter_lines(path, "utf-8") if line.strip()), "")
+        obj = json.loads(first)
+    except (DataError, json.JSONDecodeError):
+        return False                    # the reader reports it with its line
+    return isinstance(obj, dict) and {"sentence1", "sentence2", "gold_label"} <= obj.keys()
 
 
 def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: str | None = None,
