@@ -51,9 +51,10 @@ class Classifier:
 
     # ------------------------------------------------------------------ input
     def as_examples(self, inputs) -> list:
-        """Strings, dicts ({"text", "pair"} / {"text", "contexts"} / {"tree"}) or examples."""
+        """Strings, dicts ({"text", "pair"} / {"text", "contexts"} / {"tree"}, or the fields the run
+        was trained with: its --text-col / --pair-col / --contexts-col) or examples."""
         out = []
-        for k, x in enumerate(inputs):
+        for k, x in enumerate(_as_list(inputs)):
             if hasattr(x, "kind"):
                 out.append(x)
                 continue
@@ -75,9 +76,10 @@ class Classifier:
             return TextExample(x, None, where)
         if not isinstance(x, dict):
             raise ValueError(f"cannot read a {type(x).__name__} as input")
+        x = self._renamed(x)
         if self.kind == "pair":
             if "pair" not in x and "context" not in x:
-                raise ValueError('a pair model needs {"text": ..., "pair": ...}')
+                raise ValueError('a pair model needs {"text": ..., "pair": ...}' + self._fields_hint())
             return PairExample(_text(x, "text"), _text(x, "pair" if "pair" in x else "context"), None, where)
         if self.kind == "contexts":
             ctx = x.get("contexts")
@@ -91,6 +93,17 @@ class Classifier:
             return TreePairExample(self._tree(_text(x, "tree" if "tree" in x else "text")),
                                    self._tree(_text(x, "pair_tree" if "pair_tree" in x else "pair")), None, where)
         return TextExample(_text(x, "text"), None, where)
+
+    def _renamed(self, x: dict) -> dict:
+        """The run's own field names (--text-col hypothesis --pair-col premise) read as text / pair /
+        contexts; the generic names work too."""
+        cols = {self.config.get(k): role for k, role in (("text_col", "text"), ("pair_col", "pair"),
+                                                         ("contexts_col", "contexts")) if self.config.get(k)}
+        return {**x, **{role: x[col] for col, role in cols.items() if col in x and role not in x}}
+
+    def _fields_hint(self) -> str:
+        cols = [self.config.get(k) for k in ("text_col", "pair_col") if self.config.get(k) not in (None, "text")]
+        return f" (or the run's fields: {', '.join(repr(c) for c in cols)})" if cols else ""
 
     def _tree(self, s: str):
         s = s.strip()
@@ -122,7 +135,7 @@ class Classifier:
         first, and "label" the most probable);
         "truncated": true where a text was longer than the run's max_length."""
         from .training.run import predict_probs
-        items = self._items(list(inputs))
+        items = self._items(_as_list(inputs))
         probs = predict_probs(self.model, items, self.collate, self.labels.multilabel, batch_size)
         pred = decide(probs, self.labels.multilabel, self.labels.threshold)
         out = []
@@ -138,6 +151,12 @@ class Classifier:
                 d["truncated"] = True
             out.append(d)
         return out
+
+
+def _as_list(inputs) -> list:
+    if isinstance(inputs, (str, bytes, dict)):     # list("great") would be five one-letter texts
+        raise TypeError(f"give a list of inputs, not one {type(inputs).__name__} (e.g. predict([text]))")
+    return list(inputs)
 
 
 def _text(x: dict, key: str) -> str:

@@ -28,10 +28,20 @@ def _add_option(group, key, default, help_text="", choices=None):
     elif isinstance(default, tuple):
         conv = type(default[0]) if default else int
         group.add_argument(*flag, dest=key, default=None, metavar="A,B,...", help=help_text or f"default {default}",
-                           type=lambda s, c=conv: tuple(c(x) for x in s.split(_TUPLE_SEP) if x))
+                           type=_tuple_of(conv))
     else:
         typ = type(default) if isinstance(default, (int, float)) and default is not None else str
         group.add_argument(*flag, dest=key, default=None, type=typ, choices=choices, help=help_text)
+
+
+def _tuple_of(conv):
+    def parse(s: str) -> tuple:
+        try:
+            return tuple(conv(x) for x in s.split(_TUPLE_SEP) if x.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {conv.__name__} values, e.g. 3,4,5; "
+                                             f"not {s!r}") from None
+    return parse
 
 
 def _train_parser(model: str | None) -> argparse.ArgumentParser:
@@ -97,14 +107,21 @@ def cmd_evaluate(argv) -> int:
                    help="split of the run's data or of a named --data (a --data FILE is itself the split)")
     p.add_argument("--data-dir")
     p.add_argument("--format", default=None)
-    p.add_argument("--on-bad-line", default="error", choices=("error", "skip"))
+    p.add_argument("--on-bad-line", default=None, choices=("error", "skip"), help="default: the run's own setting")
+    for col in ("text", "pair", "contexts", "label"):
+        p.add_argument(f"--{col}-col", default=None, help=f"{col} column / field of a --data file (default: the run's)")
     a = p.parse_args(argv)
     from . import load
     from .training import metrics as M
     from .training.run import gold, predict_probs, split_examples
     clf = load(a.run_dir)
     fold = re.fullmatch(r"fold-(\d+)", Path(a.run_dir).resolve().name)
-    examples, bad = split_examples(clf.config, a.split, a.data, a.data_dir, a.format, a.on_bad_line,
+    cols = {f"{c}_col": getattr(a, f"{c}_col") for c in ("text", "pair", "contexts", "label")}
+    if any(cols.values()) and not a.data:
+        raise ValueError("--text-col / --pair-col / --contexts-col / --label-col name the columns of a --data file")
+    cfg = dict(clf.config, **{k: v for k, v in cols.items() if v})
+    examples, bad = split_examples(cfg, a.split, a.data, a.data_dir, a.format,
+                                   a.on_bad_line or clf.config.get("on_bad_line") or "error",
                                    int(fold.group(1)) if fold else None)
     if clf.entry.needs_tags:
         from .training.run import add_tags
@@ -119,28 +136,42 @@ def cmd_evaluate(argv) -> int:
 
 def cmd_predict(argv) -> int:
     p = argparse.ArgumentParser(prog="adaptext predict",
-                                description="Predict texts (one per line; JSON lines for pairs / contexts) from FILE or stdin.")
+                                description="Predict texts from FILE or stdin: one text per line, or JSON lines "
+                                            "(pairs / contexts, with the run's field names or text / pair / "
+                                            "contexts); a .csv / .tsv FILE is read by the run's --text-col "
+                                            "(and --pair-col). One JSON line out per input.")
     p.add_argument("run_dir")
     p.add_argument("file", nargs="?")
     p.add_argument("--batch-size", type=int, default=64)
     a = p.parse_args(argv)
     from . import load
     clf = load(a.run_dir)
-    from .data.readers import iter_lines
-    name = a.file or "<stdin>"
-    lines = iter_lines(a.file, "utf-8") if a.file else enumerate((l.rstrip("\r\n") for l in sys.stdin), 1)
+    for d in clf.predict(_predict_inputs(clf, a.file), a.batch_size):
+        print(json.dumps(d))
+    return 0
+
+
+def _predict_inputs(clf, file: str | None) -> list:
+    from .data.readers import iter_lines, read_table
+    if file and Path(file).name.lower().removesuffix(".gz").endswith((".csv", ".tsv")):
+        if not Path(file).is_file():
+            raise DataError(file, None, "no such file")
+        cfg = clf.config
+        return read_table(file, delimiter="\t" if ".tsv" in Path(file).name.lower() else ",",
+                          text_col=cfg.get("text_col") or "text", pair_col=cfg.get("pair_col"), label_col=None)
+    name = file or "<stdin>"
+    lines = iter_lines(file, "utf-8") if file else enumerate((l.rstrip("\r\n") for l in sys.stdin), 1)
     inputs = []
     for i, line in lines:
         if line.lstrip().startswith("{"):
             try:
                 inputs.append(json.loads(line))
+                continue
             except json.JSONDecodeError as e:
-                raise DataError(name, i, f"invalid JSON ({e.msg})") from None
-        else:
-            inputs.append(line)
-    for d in clf.predict(inputs, a.batch_size):
-        print(json.dumps(d))
-    return 0
+                if clf.kind != "text":           # a text model reads such a line as text
+                    raise DataError(name, i, f"invalid JSON ({e.msg})") from None
+        inputs.append(line)
+    return inputs
 
 
 def cmd_models(argv) -> int:
@@ -270,6 +301,9 @@ def cmd_explain(argv) -> int:
         elif not args.context:
             raise DataError(args.run_dir, None, f"this {clf.kind} model needs --context")
         elif clf.kind == "pair":
+            if len(args.context) > 1:
+                raise DataError(args.run_dir, None, f"a pair model reads one --context, not {len(args.context)} "
+                                                    "(several contexts need a model trained on texts with contexts)")
             inputs, ctx_tokens = [{"text": args.text, "pair": args.context[0]}], _tokens(clf, args.context[0])
         else:
             inputs, ctx_tokens = [{"text": args.text, "contexts": args.context}], [_tokens(clf, c) for c in args.context]
@@ -348,7 +382,11 @@ def cmd_serve(argv) -> int:
     p.add_argument("--device", default="cpu")
     a = p.parse_args(argv)
     from .serve import serve
-    serve(a.run_dir, a.host, a.port, a.device)
+    try:
+        serve(a.run_dir, a.host, a.port, a.device)
+    except RuntimeError as e:                 # the [serve] extra is not installed
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -396,6 +434,9 @@ def main(argv=None) -> int:
         return 2
     try:
         return COMMANDS[cmd](rest)
+    except BrokenPipeError:                      # adaptext predict ... | head
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

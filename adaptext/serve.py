@@ -55,5 +55,8 @@ def create_app(run_dir, device: str = "cpu"):
 
 
 def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu") -> None:
-    import uvicorn
+    try:
+        import uvicorn
+    except ImportError as e:
+        raise RuntimeError("serving needs uvicorn: pip install 'adaptext[serve]'") from e
     uvicorn.run(create_app(run_dir, device), host=host, port=port)

@@ -53,6 +53,9 @@ def test_explain_attention_of_a_pair_model(tmp_path, capsys):
     assert main(["explain", "attention", str(tmp_path / "att"), "--text", " ", "--context", "A person plays",
                  "--out", str(tmp_path / "y")]) == 2
     assert "--text is empty after tokenisation" in capsys.readouterr().err
+    assert main(["explain", "attention", str(tmp_path / "att"), "--text", "A man plays", "--context", "A person plays",
+                 "--context", "Someone sings", "--out", str(tmp_path / "z")]) == 2
+    assert "a pair model reads one --context, not 2" in capsys.readouterr().err
 
 
 @needs_data

@@ -329,6 +329,10 @@ def test_rows_are_never_lost_or_invented(tmp_path):
     # TSV has no quoting: quotes are text
     p = write(tmp_path, "q.tsv", 'label\ttext\npos\t"Spirited Away" is a masterpiece\nneg\tsay "no"\n')
     assert [e.text for e in R.read_file(p)] == ['"Spirited Away" is a masterpiece', 'say "no"']
+    # a headerless Zhang CSV read as a generic one says which format it is
+    p = write(tmp_path, "ag.csv", '"3","Wall St. Bears","Short-sellers are back."\n')
+    with pytest.raises(DataError, match=r"no text column 'text' in the header .*: --format zhang"):
+        R.read_file(p)
     # fastText is recognised from any of the first lines; the unlabelled line is reported
     p = write(tmp_path, "ft.txt", "no label here\n__label__pos good film\n__label__neg bad film\n")
     bad = BadLines("skip")

@@ -72,7 +72,11 @@ def test_bad_config_file_is_one_line_naming_file_and_line(tmp_path, capsys, name
     (["--epochs", "-1"], "epochs must be at least 1, not -1"),      # Lightning: train for ever
     (["--batch-size", "0"], "batch_size must be at least 1, not 0"),
     (["--lr", "0"], "lr must be above 0, not 0.0"),
-    (["--cv", "1"], "cv must be 0 (a held-out test split) or at least 2 folds, not 1")])
+    (["--cv", "1"], "cv must be 0 (a held-out test split) or at least 2 folds, not 1"),
+    (["--widths", "0"], "widths must be one or more numbers of at least 1, not 0"),   # was a oneDNN traceback
+    (["--filters", "0"], "filters must be at least 1, not 0"),
+    (["--dropout", "1"], "dropout must be in [0, 1), not 1.0"),
+    (["--max-norm", "-1"], "max_norm must be at least 0 (0: no constraint), not -1.0")])
 def test_out_of_range_option_is_an_error_before_training(tmp_path, capsys, argv, expect):
     assert main(["train", "--out", str(tmp_path / "run"), *argv]) == 2
     assert capsys.readouterr().err == f"error: {expect}\n"
@@ -188,6 +192,9 @@ def test_evaluate_scores_the_split_the_run_trained_with(demo_run, tmp_path, caps
         assert json.loads(capsys.readouterr().out)["n"] == n, split
     assert main(["evaluate", str(run), "--data", str(tmp_path / "other.csv")]) == 0
     assert json.loads(capsys.readouterr().out)["n"] == 7
+    (tmp_path / "renamed.csv").write_text((tmp_path / "other.csv").read_text().replace("question,coarse", "q,y", 1))
+    assert main(["evaluate", str(run), "--data", str(tmp_path / "renamed.csv"), "--text-col", "q", "--label-col", "y"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 7                          # another file's own column names
 
 
 def test_embeddings_default_to_non_static_and_rand_refuses_them():
@@ -313,3 +320,60 @@ def test_options_that_would_be_ignored_are_errors(tmp_path, capsys):
     assert "a named dataset brings its own splits" in capsys.readouterr().err
     assert main(["train", "--data", str(f), "--test", str(f), "--cv", "3", "--out", str(tmp_path / "b")]) == 2
     assert capsys.readouterr().err.strip() == f"error: {f}: --cv is for data without a test file: drop --test or --cv"
+
+
+def test_predict_reads_what_the_run_was_trained_on(demo_run, tmp_path, monkeypatch, capsys):
+    """Found by a user review: a bare string was predicted letter by letter, the run's own field
+    names (--text-col / --pair-col) were refused, a CSV file was read line by line (its header
+    and gold labels predicted as texts), one text line starting with '{' stopped the whole
+    prediction, and '| head' ended in a traceback."""
+    out, _ = demo_run
+    clf = adaptext.load(out)
+    for call in (clf.predict, clf.predict_proba):
+        with pytest.raises(TypeError, match=r"give a list of inputs, not one str \(e.g. predict\(\[text\]\)\)"):
+            call("great")
+    clf.config = dict(clf.config, text_col="question")
+    assert clf.as_examples([{"question": "Who wrote Hamlet ?"}])[0].text == "Who wrote Hamlet ?"
+    clf.kind, clf.config = "pair", dict(clf.config, text_col="hypothesis", pair_col="premise")
+    (ex,) = clf.as_examples([{"hypothesis": "a man sings", "premise": "a man sings a song"}])
+    assert (ex.text, ex.pair) == ("a man sings", "a man sings a song")
+    with pytest.raises(DataError, match=r"a pair model needs .* \(or the run's fields: 'hypothesis', 'premise'\)"):
+        clf.as_examples([{"sentence": "x"}])
+    f = tmp_path / "q.csv"
+    f.write_text('text,label\nWho wrote Hamlet ?,HUM\n"Where is Rome, then ?",LOC\n')
+    assert main(["predict", str(out), str(f)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2                # the rows, not the header
+    import io
+    monkeypatch.setattr(sys, "stdin", io.StringIO("{braces} open this question ?\n{\"text\": \"Why ?\"}\n"))
+    assert main(["predict", str(out)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2
+    piped = subprocess.run(f"yes 'what is it ?' | head -5000 | {sys.executable} -m adaptext.cli predict {out} | head -1",
+                           shell=True, capture_output=True, text=True)
+    assert piped.stdout.count("\n") == 1 and "Traceback" not in piped.stderr, piped.stderr
+
+
+def test_resume_evaluate_and_serve_keep_the_run_s_own_settings(demo_run, tmp_path, monkeypatch, capsys):
+    """--resume refuses options it would ignore; evaluate re-reads the run's data with the run's
+    --on-bad-line; config.json names its files absolutely (so --config works from any folder);
+    serve without uvicorn is one error line."""
+    out, _ = demo_run
+    assert main(["train", "--resume", str(out), "--lr", "0.001"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --resume continues the run as it was configured; --lr 0.001 differs from its 1.0")
+    assert f"--config {out / 'config.json'} --lr 0.001 --out NEW_DIR" in err
+    monkeypatch.chdir(tmp_path)
+    Path("train.txt").write_text("".join(f"{'pos' if i % 2 else 'neg'} text number {i} here\n" for i in range(40))
+                                 + "pos\n")                                    # line 41: no text
+    Path("test.txt").write_text("pos a text\nneg another text\n")
+    assert main(["train", "--data", "train.txt", "--test", "test.txt", "--on-bad-line", "skip", "--epochs", "1", "--filters", "4",
+                 "--embed-dim", "8", "--no-progress", "--out", "run"]) == 0
+    capsys.readouterr()
+    assert json.loads(Path("run/config.json").read_text())["data"] == str(tmp_path / "train.txt")
+    assert not Path("run/checkpoints").exists() and Path("run/model.safetensors").exists()   # resume state removed
+    assert main(["evaluate", "run", "--split", "dev"]) == 0                       # not stopped at line 41
+    assert json.loads(capsys.readouterr().out)["bad_lines_skipped"] == 1
+    assert main(["train", "--data", "nosuch.csv", "--test", "train.txt"]) == 2
+    assert capsys.readouterr().err.strip() == "error: nosuch.csv: no such file"
+    monkeypatch.setitem(sys.modules, "uvicorn", None)                            # the [serve] extra missing
+    assert main(["serve", "run"]) == 2
+    assert capsys.readouterr().err.strip() == "error: serving needs uvicorn: pip install 'adaptext[serve]'"

@@ -242,7 +242,9 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
             if name is None:
                 return None
             if name not in cols:
-                raise DataError(path, 1, f"no {role} column {name!r} in the header (columns: {', '.join(cols)})")
+                hint = ("; a file without a header, like AG News and the other Zhang et al. sets: --format zhang"
+                        if first and first[0].strip().isdigit() else "")
+                raise DataError(path, 1, f"no {role} column {name!r} in the header (columns: {', '.join(cols)}){hint}")
             return cols[name]
         ti, pi, li = idx(text_col, "text"), idx(pair_col, "pair"), idx(label_col, "label") if label_col else None
     else:

@@ -33,7 +33,7 @@ RUN_DEFAULTS: dict = {
     "grad_clip": 0.0, "patience": 5, "monitor": None, "class_weights": "none", "bucket": 50,
     # engine
     "seed": 1, "deterministic": False, "accelerator": "cpu", "devices": 1, "strategy": "auto",
-    "num_nodes": 1, "threads": 0, "checkpoint_every": 0, "progress": True,
+    "num_nodes": 1, "threads": 0, "checkpoint_every": 0, "keep_checkpoints": False, "progress": True,
     # where
     "out": None, "resume": None,
 }
@@ -117,6 +117,7 @@ HELP = {
     "num_nodes": "machines (with --strategy ddp)",
     "threads": "torch CPU threads (0: torch's default)",
     "progress": "progress bar with examples/s",
+    "keep_checkpoints": "keep checkpoints/ (the resume state) once the run has finished",
 }
 
 
@@ -145,6 +146,30 @@ def load_config_file(path) -> dict:
         raise DataError(path, None, "a config file must hold one mapping of options")
     data = {k.replace("-", "_"): v for k, v in data.items()}
     return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+RATES = ("dropout", "head_dropout", "recurrent_dropout", "weight_dropout", "zoneout")
+
+
+def check_model_ranges(model: str, cfg: dict) -> None:
+    """A model option out of range is a clear error before any data is read (``--widths 0``
+    failed at the first batch inside oneDNN): sizes, widths and counts whose default is positive
+    stay >= 1, dropout rates in [0, 1), the max-norm >= 0."""
+    from ..registry import get_entry
+    defaults = get_entry(model).defaults
+    for k, default in defaults.items():
+        v = cfg.get(k)
+        if isinstance(default, bool) or v is None:
+            continue
+        if isinstance(default, int) and default > 0 and v < 1:
+            raise ValueError(f"{k} must be at least 1, not {v!r}")
+        if isinstance(default, tuple) and default and all(isinstance(x, int) for x in default) \
+                and (not v or any(x < 1 for x in v)):
+            raise ValueError(f"{k} must be one or more numbers of at least 1, not {','.join(map(str, v)) or 'none'}")
+        if k in RATES and not 0 <= v < 1:
+            raise ValueError(f"{k} must be in [0, 1), not {v!r}")
+        if k == "max_norm" and v < 0:
+            raise ValueError(f"max_norm must be at least 0 (0: no constraint), not {v!r}")
 
 
 def check_new_run(cfg: dict) -> None:
@@ -186,6 +211,7 @@ def resolve(options: dict, file_options: dict | None = None) -> dict:
     for k, f in model_fields(model).items():   # JSON turns tuples into lists
         if isinstance(cfg[k], list):
             cfg[k] = tuple(cfg[k])
+    check_model_ranges(model, cfg)
     return cfg
 
 

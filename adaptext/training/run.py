@@ -4,7 +4,9 @@ the best weights on dev and test, write the run directory. ``train_run`` also ru
 cross-validation and resumes interrupted runs."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import time
 import warnings
 from pathlib import Path
@@ -33,6 +35,9 @@ def load_data(cfg: dict):
         kw = {k: cfg[k] for k in ("text_col", "pair_col", "contexts_col", "label_col", "label_sep", "encoding")}
         return load_files(data, cfg["dev"], cfg["test"], cfg["format"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"], **kw)
     if cfg["dev"] or cfg["test"]:
+        from ..data.datasets import DATASETS
+        if data not in DATASETS:
+            raise DataError(data, None, "no such file" if not Path(data).is_dir() else "a directory, not a file")
         raise DataError(data, None, "--dev / --test go with a training file; a named dataset brings its own splits")
     return load_named(data, cfg["data_dir"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"])
 
@@ -223,6 +228,8 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
     }
     save_run(out, cfg, model, tokenizer, vocab, labels, tag_vocab, metrics, module.epoch_rows, coverage, module.monitor,
              predictions)
+    if not cfg.get("keep_checkpoints"):      # resume state of a finished run: its weights are in model.safetensors
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
     return metrics
 
 
@@ -343,12 +350,25 @@ def train_run(options: dict, file_options: dict | None = None, log=print) -> dic
         if not (out / "config.json").exists():
             raise DataError(out, None, "not a run directory (no config.json) to resume")
         saved = read_json(out / "config.json")
-        cfg = resolve({k: v for k, v in options.items() if k in ("epochs", "progress", "devices", "accelerator")},
-                      saved)
+        if file_options:
+            raise ValueError("--resume continues a run with its own config.json; drop --config")
+        changed = {k: v for k, v in options.items() if k not in RESUME_MAY_CHANGE + ("resume",)
+                   and json.loads(json.dumps(v)) != saved.get(k)}
+        if changed:
+            k, v = next(iter(changed.items()))
+            flag = "--" + k.replace("_", "-")
+            raise ValueError(f"--resume continues the run as it was configured; {flag} {v} differs from its "
+                             f"{saved.get(k)!r} (only {', '.join('--' + x.replace('_', '-') for x in RESUME_MAY_CHANGE)} "
+                             f"may change). For a new run with other options: --config {out / 'config.json'} "
+                             f"{flag} {v} --out NEW_DIR")
+        cfg = resolve({k: v for k, v in options.items() if k in RESUME_MAY_CHANGE}, saved)
         cfg["resume"] = None
     else:
         cfg = resolve(options, file_options)
         check_new_run(cfg)
+        for k in ("data", "dev", "test", "embeddings"):      # --config RUN/config.json works from anywhere
+            if cfg[k] and Path(cfg[k]).is_file():
+                cfg[k] = str(Path(cfg[k]).resolve())
         out = Path(cfg["out"]) if cfg["out"] else default_out(cfg)
         if (out / "metrics.json").exists() or (out / "checkpoints").exists() or any(out.glob("fold-*")):
             raise DataError(out, None, "the run directory already holds a run (use --resume to continue it, "
@@ -364,6 +384,10 @@ def train_run(options: dict, file_options: dict | None = None, log=print) -> dic
         return cross_validate(cfg, splits, out, bool(resume), log)
     return fit_one(cfg, splits.train, splits.dev, splits.test, out, splits.kind, splits.multilabel,
                    splits.bad.count, bool(resume), log, splits.bad.filtered)
+
+
+# what a resumed run may do differently: train longer, on other hardware, with(out) a progress bar
+RESUME_MAY_CHANGE = ("epochs", "progress", "devices", "accelerator", "num_nodes", "strategy", "threads")
 
 
 def _is_rank_zero() -> bool:
