@@ -117,7 +117,8 @@ def cmd_evaluate(argv) -> int:
     clf = load(a.run_dir)
     fold = re.fullmatch(r"fold-(\d+)", Path(a.run_dir).resolve().name)
     cols = {f"{c}_col": getattr(a, f"{c}_col") for c in ("text", "pair", "contexts", "label")}
-    if any(cols.values()) and not a.data:
+    from .data.datasets import DATASETS
+    if any(cols.values()) and (not a.data or a.data in DATASETS):
         raise ValueError("--text-col / --pair-col / --contexts-col / --label-col name the columns of a --data file")
     cfg = dict(clf.config, **{k: v for k, v in cols.items() if v})
     examples, bad = split_examples(cfg, a.split, a.data, a.data_dir, a.format,
@@ -156,9 +157,14 @@ def _predict_inputs(clf, file: str | None) -> list:
     if file and Path(file).name.lower().removesuffix(".gz").endswith((".csv", ".tsv")):
         if not Path(file).is_file():
             raise DataError(file, None, "no such file")
+        if clf.kind not in ("text", "pair"):
+            raise DataError(file, None, f"a .csv / .tsv file feeds text or pair models; this {clf.kind} model "
+                                        "reads JSON lines")
         cfg = clf.config
-        return read_table(file, delimiter="\t" if ".tsv" in Path(file).name.lower() else ",",
-                          text_col=cfg.get("text_col") or "text", pair_col=cfg.get("pair_col"), label_col=None)
+        pair_col = (cfg.get("pair_col") or "pair") if clf.kind == "pair" else None
+        rows = read_table(file, delimiter="\t" if ".tsv" in Path(file).name.lower() else ",",
+                          text_col=cfg.get("text_col") or "text", pair_col=pair_col, label_col=None)
+        return [ex.text if clf.kind == "text" else {"text": ex.text, "pair": ex.pair} for ex in rows]
     name = file or "<stdin>"
     lines = iter_lines(file, "utf-8") if file else enumerate((l.rstrip("\r\n") for l in sys.stdin), 1)
     inputs = []
@@ -382,9 +388,10 @@ def cmd_serve(argv) -> int:
     p.add_argument("--device", default="cpu")
     a = p.parse_args(argv)
     from .serve import serve
+    from .serve import MissingExtra
     try:
         serve(a.run_dir, a.host, a.port, a.device)
-    except RuntimeError as e:                 # the [serve] extra is not installed
+    except MissingExtra as e:                 # the [serve] extra is not installed
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -14,12 +14,16 @@ from typing import Any
 MAX_INPUTS = 1000
 
 
+class MissingExtra(RuntimeError):
+    """The [serve] extra (FastAPI, uvicorn) is not installed."""
+
+
 def create_app(run_dir, device: str = "cpu"):
     try:
         from fastapi import FastAPI, HTTPException
         from pydantic import BaseModel
     except ImportError as e:  # pragma: no cover - depends on the optional extra
-        raise RuntimeError("serving needs FastAPI: pip install 'adaptext[serve]'") from e
+        raise MissingExtra("serving needs FastAPI: pip install 'adaptext[serve]'") from e
     from . import load
     from .data.errors import DataError
     from .training.rundir import read_json
@@ -58,5 +62,5 @@ def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu
     try:
         import uvicorn
     except ImportError as e:
-        raise RuntimeError("serving needs uvicorn: pip install 'adaptext[serve]'") from e
+        raise MissingExtra("serving needs uvicorn: pip install 'adaptext[serve]'") from e
     uvicorn.run(create_app(run_dir, device), host=host, port=port)

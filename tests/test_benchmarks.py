@@ -21,7 +21,8 @@ def test_kept_run_is_read_back_or_resumed(tmp_path):
     assert again == whole
 
     cut = tmp_path / "cut"
-    first = train_cell({**OPTS, "epochs": 1}, cut)
+    first = train_cell({**OPTS, "epochs": 1, "keep_checkpoints": True}, cut)
+    assert (cut / "checkpoints" / "last.ckpt").exists()
     (cut / "metrics.json").unlink()                                        # as if killed after its first epoch
     cfg = (cut / "config.json").read_text().replace('"epochs": 1', '"epochs": 3')
     (cut / "config.json").write_text(cfg)

@@ -76,7 +76,8 @@ def test_bad_config_file_is_one_line_naming_file_and_line(tmp_path, capsys, name
     (["--widths", "0"], "widths must be one or more numbers of at least 1, not 0"),   # was a oneDNN traceback
     (["--filters", "0"], "filters must be at least 1, not 0"),
     (["--dropout", "1"], "dropout must be in [0, 1), not 1.0"),
-    (["--max-norm", "-1"], "max_norm must be at least 0 (0: no constraint), not -1.0")])
+    (["--max-norm", "-1"], "max_norm must be at least 0 (0: no constraint), not -1.0"),
+    (["--model", "densecnn", "--fixed-length", "-1"], "fixed_length must be at least 0, not -1")])
 def test_out_of_range_option_is_an_error_before_training(tmp_path, capsys, argv, expect):
     assert main(["train", "--out", str(tmp_path / "run"), *argv]) == 2
     assert capsys.readouterr().err == f"error: {expect}\n"
@@ -322,6 +323,19 @@ def test_options_that_would_be_ignored_are_errors(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == f"error: {f}: --cv is for data without a test file: drop --test or --cv"
 
 
+def test_model_options_from_a_config_file_take_their_field_s_type(tmp_path):
+    """YAML writes a one-width tuple as 3 and a quoted number as a string; densecnn's
+    fixed_length 0 (pad to the batch) is a value, not an error; what cannot convert says so."""
+    from adaptext.training.config import resolve
+    cfg = resolve({}, {"model": "kim_cnn", "widths": 3, "filters": "20"})
+    assert cfg["widths"] == (3,) and cfg["filters"] == 20
+    assert resolve({"model": "densecnn", "fixed_length": 0})["fixed_length"] == 0
+    with pytest.raises(ValueError, match=r"widths must be comma-separated whole numbers, not '3,x'"):
+        resolve({}, {"widths": "3,x"})
+    with pytest.raises(ValueError, match=r"dropout must be a number, not True"):
+        resolve({}, {"dropout": True})
+
+
 def test_predict_reads_what_the_run_was_trained_on(demo_run, tmp_path, monkeypatch, capsys):
     """Found by a user review: a bare string was predicted letter by letter, the run's own field
     names (--text-col / --pair-col) were refused, a CSV file was read line by line (its header
@@ -339,6 +353,14 @@ def test_predict_reads_what_the_run_was_trained_on(demo_run, tmp_path, monkeypat
     assert (ex.text, ex.pair) == ("a man sings", "a man sings a song")
     with pytest.raises(DataError, match=r"a pair model needs .* \(or the run's fields: 'hypothesis', 'premise'\)"):
         clf.as_examples([{"sentence": "x"}])
+    from adaptext.cli import _predict_inputs
+    t = tmp_path / "p.tsv"
+    t.write_text('text\tpair\tlabel\na man sings\t"a man" sings a song\tyes\n')
+    clf.config = dict(clf.config, text_col="text", pair_col=None)              # a named pair set: no --pair-col
+    assert _predict_inputs(clf, str(t)) == [{"text": "a man sings", "pair": '"a man" sings a song'}]
+    clf.kind = "contexts"
+    with pytest.raises(DataError, match="a .csv / .tsv file feeds text or pair models"):
+        _predict_inputs(clf, str(t))
     f = tmp_path / "q.csv"
     f.write_text('text,label\nWho wrote Hamlet ?,HUM\n"Where is Rome, then ?",LOC\n')
     assert main(["predict", str(out), str(f)]) == 0
@@ -370,6 +392,14 @@ def test_resume_evaluate_and_serve_keep_the_run_s_own_settings(demo_run, tmp_pat
     capsys.readouterr()
     assert json.loads(Path("run/config.json").read_text())["data"] == str(tmp_path / "train.txt")
     assert not Path("run/checkpoints").exists() and Path("run/model.safetensors").exists()   # resume state removed
+    assert main(["train", "--resume", "run", "--epochs", "2"]) == 2                 # not a silent retrain
+    assert "the run has finished and its resume state was removed" in capsys.readouterr().err
+    cmd = ["train", "--data", "train.txt", "--test", "test.txt", "--on-bad-line", "skip", "--filters", "4",
+           "--embed-dim", "8", "--no-progress", "--out", "kept/", "--keep-checkpoints"]
+    assert main([*cmd, "--epochs", "1"]) == 0
+    assert main([*cmd, "--epochs", "2", "--resume", "kept"]) == 0          # the same command line, relative paths
+    assert json.loads(Path("kept/metrics.json").read_text())["info"]["epochs_run"] == 2
+    capsys.readouterr()
     assert main(["evaluate", "run", "--split", "dev"]) == 0                       # not stopped at line 41
     assert json.loads(capsys.readouterr().out)["bad_lines_skipped"] == 1
     assert main(["train", "--data", "nosuch.csv", "--test", "train.txt"]) == 2

@@ -151,17 +151,28 @@ def read_fasttext(path, bad: BadLines | None = None, encoding: str = "utf-8", pr
 
 
 # ------------------------------------------------------------ CSV rows
-def csv_rows(text: str, path, bad: BadLines, **fmt):
+def csv_rows(text: str, path, bad: BadLines, plain_fallback: bool = False, **fmt):
     """``(line, row)`` for each non-blank row of CSV ``text`` (``fmt``: ``csv.reader`` options),
-    ``line`` where the row starts (a quoted field may span lines). A malformed row (a stray quote,
-    or a quote never closed, which would swallow the rest of the file into one field) is reported
-    at the line where it starts, and the reading starts again on the next line: the rows after
-    it are read with their own line numbers, none is lost inside the bad one."""
+    ``line`` where the row starts (a quoted field may span lines).
+
+    A malformed row is reported at the line where it starts, and the reading starts again where
+    no good row is lost and none is made of a bad one's pieces:
+    - the csv module noticed on the row's own line: on the next line;
+    - it noticed on a later line (a quote opened a field that ran on): if that line opens a
+      quoted field itself (a quote at its start or after a delimiter), the earlier quote was a
+      stray one and the lines it swallowed are rows of their own: on the line after the row's
+      first; otherwise the multi-line field was real but malformed: after the line where the
+      error showed;
+    - a quote never closed (it would swallow the rest of the file): on the next line.
+    ``plain_fallback`` (TSV, which rarely quotes): a row that does not parse with quoting is its
+    line split at the delimiter, quotes kept as text (``pos<TAB>"Spirited Away" is ...``)."""
     csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))    # long documents are not malformed
     lines = io.StringIO(text, newline="").readlines()
-    offset = 0
-    while offset < len(lines):
-        reader = csv.reader(iter(lines[offset:]), strict=True, **fmt)
+    delim = fmt.get("delimiter", ",")
+    opens_field = re.compile(f'(^|{re.escape(delim)})"')
+    n, offset = len(lines), 0
+    while offset < n:
+        reader = csv.reader(map(lines.__getitem__, range(offset, n)), strict=True, **fmt)   # no copy per restart
         lineno = offset + 1
         while True:
             try:
@@ -169,15 +180,23 @@ def csv_rows(text: str, path, bad: BadLines, **fmt):
             except StopIteration:
                 return
             except csv.Error as e:
-                if offset + reader.line_num >= len(lines) and "end of data" in str(e):
+                end = offset + reader.line_num          # the line where the csv module noticed
+                if plain_fallback:
+                    row = lines[lineno - 1].rstrip("\r\n").split(delim)
+                    if any(f.strip() for f in row):
+                        yield lineno, row
+                    restart = lineno
+                elif end >= n and "end of data" in str(e):
                     bad(path, lineno, "unclosed quote: this row's quoted field runs to the end of the file")
+                    restart = lineno
                 else:
                     bad(path, lineno, f"malformed CSV row ({e})")
+                    restart = lineno if end == lineno or opens_field.search(lines[end - 1]) else end
                 break
             start, lineno = lineno, offset + reader.line_num + 1
             if row and not (len(row) == 1 and not row[0].strip()):
                 yield start, row
-        offset = lineno                     # 0-based index of the line after the bad row's first
+        offset = restart                    # 0-based index of the line to read next
 
 
 # ------------------------------------------------------------ Zhang CSV (AG News, ...)
@@ -228,9 +247,8 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
     if delimiter is None:
         name = path.name.removesuffix(".gz")
         delimiter = "\t" if name.endswith((".tsv", ".txt")) else ","
-    # TSV has no quoting (as GLUE's readers): a quote is text, '"Spirited Away" is ...' stays whole
-    quoting = {"quoting": csv.QUOTE_NONE} if delimiter == "\t" else {}
-    rows = csv_rows(read_text(path, encoding, bad), path, bad, delimiter=delimiter, **quoting)
+    # TSV: quoted fields as pandas / csv write them; a line that does not parse so keeps its quotes
+    rows = csv_rows(read_text(path, encoding, bad), path, bad, plain_fallback=delimiter == "\t", delimiter=delimiter)
     out = []
     first_line, first = next(rows, (None, None))
     if first is None:
@@ -249,13 +267,19 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
         ti, pi, li = idx(text_col, "text"), idx(pair_col, "pair"), idx(label_col, "label") if label_col else None
     else:
         ti, pi, li = int(text_col), (int(pair_col) if pair_col is not None else None), (int(label_col) if label_col is not None else None)
-    width = len(first)                          # every row has the header's (or first row's) fields
-    if max(x for x in (ti, pi, li) if x is not None) >= width:
+    width = len(first)                          # the header's (or first row's) fields
+    need = max(x for x in (ti, pi, li) if x is not None) + 1
+    if need > width:
         raise DataError(path, first_line, f"column index out of range: the first row has {width} field(s)")
     for start, row in (rows if header else itertools.chain([(first_line, first)], rows)):
-        if len(row) != width:
-            hint = " (an unquoted delimiter inside a field?)" if len(row) > width else ""
-            bad(path, start, f"expected {width} fields{' (as the header)' if header else ''}, found {len(row)}{hint}")
+        while len(row) > width and not row[-1].strip():   # trailing empty fields ("text,pos,")
+            row = row[:-1]
+        if len(row) > width:                      # never shift a text into the label column
+            bad(path, start, f"expected {width} fields{' (as the header)' if header else ''}, found {len(row)} "
+                             "(an unquoted delimiter inside a field?)")
+            continue
+        if len(row) < need:                       # a short row missing only unused columns is fine
+            bad(path, start, f"expected at least {need} fields, found {len(row)}")
             continue
         txt = row[ti]
         if not _check_text(txt, path, start, bad):
@@ -581,7 +605,10 @@ def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: st
             codecs.lookup(encoding)
         except LookupError:
             raise ValueError(f"unknown encoding {encoding!r} (e.g. utf-8, cp1252, latin-1, or auto)") from None
-    fmt = detect_format(path) if fmt == "auto" else fmt
+    auto, fmt = fmt == "auto", detect_format(path) if fmt == "auto" else fmt
+    if auto and fmt == "nli" and (text_col, pair_col, contexts_col, label_col) != ("text", None, None, "label"):
+        fmt = "jsonl"                     # SNLI's fields, but the columns the user named
+
     enc = encoding or ("auto" if fmt in ("kim", "trec") else "utf-8")
     if fmt == "kim":
         return read_kim(path, bad, enc)
@@ -596,7 +623,8 @@ def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: st
                           pair_col=pair_col, label_col=label_col, label_sep=label_sep)
     if fmt == "jsonl":
         return read_jsonl(path, bad, enc, text_col=text_col, pair_col=pair_col, contexts_col=contexts_col,
-                          label_col=label_col, label_sep=label_sep)
+                          label_col=label_col, label_sep=label_sep,
+                          skip_labels=("-",) if label_col == "gold_label" else ())   # SNLI's 'no consensus'
     if fmt == "nli":
         return read_nli_jsonl(path, bad, enc)
     if fmt == "sick":

@@ -149,6 +149,35 @@ def load_config_file(path) -> dict:
 
 
 RATES = ("dropout", "head_dropout", "recurrent_dropout", "weight_dropout", "zoneout")
+ZERO_MEANS_OFF = ("fixed_length",)       # densecnn --fixed-length 0: pad to the batch's longest text
+
+
+def coerce_model_option(key: str, default, value):
+    """A model option from a config file as its field's type: YAML's ``widths: 3`` is ``(3,)``,
+    ``"3,4,5"`` is ``(3, 4, 5)``, ``"100"`` is 100; what does not convert is a clear error."""
+    if value is None or isinstance(default, bool) or not isinstance(default, (int, float, tuple)):
+        return value
+    given = value
+    try:
+        if isinstance(default, tuple):
+            conv = type(default[0]) if default else int
+            if isinstance(value, str):
+                value = [x for x in value.split(",") if x.strip()]
+            elif not isinstance(value, (list, tuple)):
+                value = [value]
+            return tuple(conv(x) for x in value)
+        if isinstance(value, bool):
+            raise ValueError
+        return type(default)(value) if isinstance(value, (str, int, float)) else _bad(value)
+    except (TypeError, ValueError):
+        names = {int: "whole numbers", float: "numbers"}
+        kind = f"comma-separated {names[type(default[0]) if default else int]}" if isinstance(default, tuple) \
+            else {int: "a whole number", float: "a number"}[type(default)]
+        raise ValueError(f"{key} must be {kind}, not {given!r}") from None
+
+
+def _bad(value):
+    raise TypeError(value)
 
 
 def check_model_ranges(model: str, cfg: dict) -> None:
@@ -161,8 +190,8 @@ def check_model_ranges(model: str, cfg: dict) -> None:
         v = cfg.get(k)
         if isinstance(default, bool) or v is None:
             continue
-        if isinstance(default, int) and default > 0 and v < 1:
-            raise ValueError(f"{k} must be at least 1, not {v!r}")
+        if isinstance(default, int) and default > 0 and v < (0 if k in ZERO_MEANS_OFF else 1):
+            raise ValueError(f"{k} must be at least {0 if k in ZERO_MEANS_OFF else 1}, not {v!r}")
         if isinstance(default, tuple) and default and all(isinstance(x, int) for x in default) \
                 and (not v or any(x < 1 for x in v)):
             raise ValueError(f"{k} must be one or more numbers of at least 1, not {','.join(map(str, v)) or 'none'}")
@@ -208,9 +237,8 @@ def resolve(options: dict, file_options: dict | None = None) -> dict:
     check_ranges(cfg)
     if cfg["embedding_mode"] is None:
         cfg["embedding_mode"] = "non-static" if cfg["embeddings"] else "rand"
-    for k, f in model_fields(model).items():   # JSON turns tuples into lists
-        if isinstance(cfg[k], list):
-            cfg[k] = tuple(cfg[k])
+    for k in model_fields(model):               # JSON turns tuples into lists; YAML writes 3 for (3,)
+        cfg[k] = coerce_model_option(k, entry.defaults[k], cfg[k])
     check_model_ranges(model, cfg)
     return cfg
 

@@ -353,7 +353,7 @@ def train_run(options: dict, file_options: dict | None = None, log=print) -> dic
         if file_options:
             raise ValueError("--resume continues a run with its own config.json; drop --config")
         changed = {k: v for k, v in options.items() if k not in RESUME_MAY_CHANGE + ("resume",)
-                   and json.loads(json.dumps(v)) != saved.get(k)}
+                   and _comparable(k, v) != _comparable(k, saved.get(k))}
         if changed:
             k, v = next(iter(changed.items()))
             flag = "--" + k.replace("_", "-")
@@ -361,13 +361,18 @@ def train_run(options: dict, file_options: dict | None = None, log=print) -> dic
                              f"{saved.get(k)!r} (only {', '.join('--' + x.replace('_', '-') for x in RESUME_MAY_CHANGE)} "
                              f"may change). For a new run with other options: --config {out / 'config.json'} "
                              f"{flag} {v} --out NEW_DIR")
+        if (out / "metrics.json").exists() and not (out / "checkpoints" / "last.ckpt").exists() \
+                and not any(out.glob("fold-*")):
+            raise DataError(out, None, "the run has finished and its resume state was removed (train with "
+                                       "--keep-checkpoints to keep it); to train on, start a new run: --config "
+                                       f"{out / 'config.json'} --epochs N --out NEW_DIR")
         cfg = resolve({k: v for k, v in options.items() if k in RESUME_MAY_CHANGE}, saved)
         cfg["resume"] = None
     else:
         cfg = resolve(options, file_options)
         check_new_run(cfg)
-        for k in ("data", "dev", "test", "embeddings"):      # --config RUN/config.json works from anywhere
-            if cfg[k] and Path(cfg[k]).is_file():
+        for k in PATH_KEYS:                                  # --config RUN/config.json works from anywhere
+            if k != "out" and cfg[k] and Path(cfg[k]).exists():
                 cfg[k] = str(Path(cfg[k]).resolve())
         out = Path(cfg["out"]) if cfg["out"] else default_out(cfg)
         if (out / "metrics.json").exists() or (out / "checkpoints").exists() or any(out.glob("fold-*")):
@@ -386,8 +391,18 @@ def train_run(options: dict, file_options: dict | None = None, log=print) -> dic
                    splits.bad.count, bool(resume), log, splits.bad.filtered)
 
 
-# what a resumed run may do differently: train longer, on other hardware, with(out) a progress bar
-RESUME_MAY_CHANGE = ("epochs", "progress", "devices", "accelerator", "num_nodes", "strategy", "threads")
+# what a resumed run may do differently: train longer, on other hardware or with its data elsewhere,
+# checkpoint more often, with(out) a progress bar
+RESUME_MAY_CHANGE = ("epochs", "progress", "devices", "accelerator", "num_nodes", "strategy", "threads", "data_dir",
+                     "checkpoint_every", "keep_checkpoints")
+PATH_KEYS = ("data", "dev", "test", "embeddings", "data_dir", "out")
+
+
+def _comparable(key: str, value):
+    """An option as config.json holds it (tuples as lists; files by absolute path)."""
+    if key in PATH_KEYS and isinstance(value, str) and Path(value).exists():
+        return str(Path(value).resolve())
+    return json.loads(json.dumps(value))
 
 
 def _is_rank_zero() -> bool:
