@@ -29,7 +29,7 @@ from adaptext.data.text import Tokenizer, TokenizerConfig  # noqa: E402
 from adaptext.training.metrics import by_length  # noqa: E402
 
 
-def main() -> None:
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", help="folder of kept runs (<model>-<variant>-imdb-seed<N>)")
     ap.add_argument("--dataset", default="imdb")
@@ -38,7 +38,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu", help="where the kept runs predict (cuda on a GPU machine)")
     ap.add_argument("--add", metavar="RESULT.json",
                     help="an earlier result of this script: its rows for models with no kept run here join the table")
-    a = ap.parse_args()
+    ap.add_argument("--out", help="result file (default: benchmarks/results/<name>.json; the PNG beside it)")
+    a = ap.parse_args(argv)
     test = read_split(a.dataset, "test", str(DATA))
     runs = sorted(p for p in Path(a.runs).iterdir() if re.search(rf"-{a.dataset}-seed\d+$", p.name))
     if not runs:
@@ -76,12 +77,13 @@ def main() -> None:
                          "values": [round(float(x), 2) for x in acc], "min": round(float(acc.min()), 2),
                          "max": round(float(acc.max()), 2)})
     name = "attconv_length" if a.dataset == "imdb" else f"attconv_length_{a.dataset}"
-    plot(per_model, RESULTS / f"{name}.png", a.dataset)
-    write(name, rows,
+    out = Path(a.out) if a.out else RESULTS / f"{name}.json"
+    plot(per_model, out.with_suffix(".png"), a.dataset)
+    write(name, rows, out=out, notes=
           (f"Test texts split into {a.bins} buckets at the deciles of their length in words (the whole text, "
           "before truncation); accuracy in each bucket, mean / std over the seeds of attconv_table.py's kept runs "
           f"(same training runs as its {a.dataset} rows; read from each run's test_predictions.jsonl where it has "
-          f"one). Plot: {name}.png. "
+          f"one). Plot: {out.with_suffix('.png').name}. "
           + (f"Rows of {', '.join(added)} taken from {a.add} (their runs were kept on another machine). "
              if added else "") + a.note).rstrip())
 

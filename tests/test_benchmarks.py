@@ -9,6 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from common import train_cell, write_merged  # noqa: E402
+from conftest import needs_data  # noqa: E402
 
 OPTS = {"model": "kim_cnn", "data": "trec-demo", "seed": 2, "filters": 8, "embed_dim": 16, "max_length": 20,
         "patience": 5, "threads": 1}
@@ -91,3 +92,33 @@ def test_length_deciles_of_an_earlier_result_are_read_back_per_seed(tmp_path):
     cut.write_text(json.dumps(doc))
     with pytest.raises(SystemExit, match="kim_cnn rand does not have 10 deciles"):
         earlier(cut, "imdb", 10)
+
+
+@needs_data
+def test_length_figure_joins_kept_runs_with_an_earlier_result(tmp_path):
+    """attconv_length.py --add: a kept run here (its test_predictions.jsonl) and the other models'
+    decile rows from an earlier result, in one table and figure; the earlier row of a model
+    that has a kept run here is replaced, not doubled."""
+    from adaptext.data.datasets import read_split
+    import attconv_length
+    results = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+    test = read_split("sst2", "test")
+    run = tmp_path / "runs" / "attconv-advanced-sst2-seed9"
+    run.mkdir(parents=True)
+    (run / "config.json").write_text(json.dumps({"model": "attconv"}))
+    (run / "vocab.json").write_text(json.dumps({"tokenizer": {}}))
+    (run / "test_predictions.jsonl").write_text("".join(
+        json.dumps({"index": i, "gold": ex.label, "pred": ex.label}) + "\n" for i, ex in enumerate(test)))
+    out = tmp_path / "len.json"
+    attconv_length.main([str(tmp_path / "runs"), "--dataset", "sst2", "--add",
+                         str(results / "attconv_length_sst2.json"), "--out", str(out)])
+    doc = json.loads(out.read_text())
+    by = {}
+    for r in doc["rows"]:
+        by.setdefault((r["model"], r["variant"]), []).append(r)
+    assert set(by) == {("attconv", "advanced"), ("attconv", "light"), ("kim_cnn", "rand")}
+    assert all(len(rows) == 10 for rows in by.values())
+    assert all(r["mean"] == 100.0 and r["n"] == 1 for r in by[("attconv", "advanced")])    # the kept run's, not the earlier
+    earlier = json.loads((results / "attconv_length_sst2.json").read_text())["rows"]
+    assert [r["values"] for r in by[("kim_cnn", "rand")]] == [r["values"] for r in earlier if r["model"] == "kim_cnn"]
+    assert out.with_suffix(".png").stat().st_size > 0 and "taken from" in doc["notes"]
