@@ -77,7 +77,7 @@ def main(argv=None) -> None:
                          "values": [round(float(x), 2) for x in acc], "min": round(float(acc.min()), 2),
                          "max": round(float(acc.max()), 2)})
     name = "attconv_length" if a.dataset == "imdb" else f"attconv_length_{a.dataset}"
-    out = Path(a.out) if a.out else RESULTS / f"{name}.json"
+    out = Path(a.out).with_suffix(".json") if a.out else RESULTS / f"{name}.json"
     plot(per_model, out.with_suffix(".png"), a.dataset)
     write(name, rows, out=out, notes=
           (f"Test texts split into {a.bins} buckets at the deciles of their length in words (the whole text, "
