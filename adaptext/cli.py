@@ -387,8 +387,7 @@ def cmd_serve(argv) -> int:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--device", default="cpu")
     a = p.parse_args(argv)
-    from .serve import serve
-    from .serve import MissingExtra
+    from .serve import MissingExtra, serve
     try:
         serve(a.run_dir, a.host, a.port, a.device)
     except MissingExtra as e:                 # the [serve] extra is not installed

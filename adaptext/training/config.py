@@ -166,18 +166,14 @@ def coerce_model_option(key: str, default, value):
             elif not isinstance(value, (list, tuple)):
                 value = [value]
             return tuple(conv(x) for x in value)
-        if isinstance(value, bool):
-            raise ValueError
-        return type(default)(value) if isinstance(value, (str, int, float)) else _bad(value)
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise TypeError(value)
+        return type(default)(value)
     except (TypeError, ValueError):
         names = {int: "whole numbers", float: "numbers"}
         kind = f"comma-separated {names[type(default[0]) if default else int]}" if isinstance(default, tuple) \
             else {int: "a whole number", float: "a number"}[type(default)]
         raise ValueError(f"{key} must be {kind}, not {given!r}") from None
-
-
-def _bad(value):
-    raise TypeError(value)
 
 
 def check_model_ranges(model: str, cfg: dict) -> None:
@@ -190,8 +186,9 @@ def check_model_ranges(model: str, cfg: dict) -> None:
         v = cfg.get(k)
         if isinstance(default, bool) or v is None:
             continue
-        if isinstance(default, int) and default > 0 and v < (0 if k in ZERO_MEANS_OFF else 1):
-            raise ValueError(f"{k} must be at least {0 if k in ZERO_MEANS_OFF else 1}, not {v!r}")
+        least = 0 if k in ZERO_MEANS_OFF else 1
+        if isinstance(default, int) and default > 0 and v < least:
+            raise ValueError(f"{k} must be at least {least}, not {v!r}")
         if isinstance(default, tuple) and default and all(isinstance(x, int) for x in default) \
                 and (not v or any(x < 1 for x in v)):
             raise ValueError(f"{k} must be one or more numbers of at least 1, not {','.join(map(str, v)) or 'none'}")
