@@ -294,6 +294,9 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
                 if p is not None:
                     row["paper"] = p
                 rows.append(row)
+    if skipped and not rows:      # a table of nothing would look like a finished run
+        sys.exit(f"{name}: nothing was run: " + "; ".join(skipped)
+                 + " (set ADAPTEXT_DATA to the folder holding the datasets)")
     extra = (" Skipped: " + "; ".join(skipped) + ".") if skipped else ""
     quick = " --quick: a smoke run (1 seed, 1 epoch), not a measurement." if a.quick else ""
     write(name, rows, f"{notes} At most {epochs} epochs, early stopping on dev (patience {a.patience}), best dev "

@@ -122,3 +122,15 @@ def test_length_figure_joins_kept_runs_with_an_earlier_result(tmp_path):
     earlier = json.loads((results / "attconv_length_sst2.json").read_text())["rows"]
     assert [r["values"] for r in by[("kim_cnn", "rand")]] == [r["values"] for r in earlier if r["model"] == "kim_cnn"]
     assert out.with_suffix(".png").stat().st_size > 0 and "taken from" in doc["notes"]
+
+
+def test_a_table_with_every_dataset_missing_fails_instead_of_writing_nothing(tmp_path):
+    import os
+    import subprocess
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "adaptive_table.py"
+    out = tmp_path / "table.json"
+    run = subprocess.run([sys.executable, str(script), "--datasets", "subj", "--models", "kim_cnn", "--seed", "1",
+                          "--out", str(out)], capture_output=True, text=True,
+                         env={**os.environ, "ADAPTEXT_DATA": str(tmp_path / "nowhere")})
+    assert run.returncode != 0 and not out.exists()
+    assert "nothing was run: subj: its training split is not in" in run.stderr and "ADAPTEXT_DATA" in run.stderr
