@@ -48,6 +48,9 @@ def test_killed_mid_epoch_and_resumed_matches_uninterrupted(tmp_path):
     proc.wait()
     assert not (killed / "metrics.json").exists()
     assert step > 0
+    cols = lambda p: [line.split(",")[:5] for line in Path(p).read_text().splitlines()]
+    # the epoch log is written as the run goes: the killed run's holds its first two epochs
+    assert cols(killed / "log.csv") == cols(full / "log.csv")[:3]
 
     r = adaptext("train", "--resume", str(killed))
     assert r.returncode == 0, r.stderr
@@ -58,5 +61,4 @@ def test_killed_mid_epoch_and_resumed_matches_uninterrupted(tmp_path):
         assert a[split]["confusion_matrix"] == b[split]["confusion_matrix"]
     # the resumed run's time counts the killed process's seconds as well
     assert b["info"]["train_seconds"] > before > 0
-    cols = lambda p: [line.split(",")[:5] for line in Path(p).read_text().splitlines()]
     assert cols(full / "log.csv") == cols(killed / "log.csv")   # epoch, losses and dev accuracy, every epoch

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from . import metrics as M
 from .optim import Adadelta, Adagrad, param_groups
+from .rundir import write_csv
 
 
 def logits_of(out):
@@ -42,6 +43,7 @@ class ClassifierModule(L.LightningModule):
         self.seconds_before = 0.0               # wall seconds of the run's earlier processes (when resumed)
         self.last_dev: dict = {}
         self.epoch_rows: list = []
+        self.log_path = None                    # log.csv of the run directory, rewritten every epoch
 
     # ------------------------------------------------------------------ data
     def setup(self, stage: str) -> None:
@@ -136,6 +138,8 @@ class ClassifierModule(L.LightningModule):
                "dev_loss": self.last_dev.get("loss"), f"dev_{self.monitor}": self.last_dev.get(self.monitor),
                "seconds": secs, "examples_per_s": s[2] * self.trainer.world_size / max(secs, 1e-9)}
         self.epoch_rows = [r for r in self.epoch_rows if r["epoch"] < row["epoch"]] + [row]
+        if self.log_path is not None and self.trainer.is_global_zero:   # a long run can be watched as it goes
+            write_csv(self.log_path, self.epoch_rows)
 
     # ------------------------------------------------------------------ optimiser
     def configure_optimizers(self):

@@ -172,6 +172,7 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
 
     module = ClassifierModule(model, cfg, labels, train_loader, dev_loader, class_weights)
     module.started = t0
+    module.log_path = out / "log.csv"
     ckpt_dir = out / "checkpoints"
     best_cb = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="dev_score", mode="max", save_top_k=1,
                               save_last=False, enable_version_counter=False)
