@@ -45,8 +45,15 @@ class Classifier:
                              multilabel=labels.multilabel, tag_vocab_size=len(tag_vocab) if tag_vocab else 0,
                              embeddings=placeholder, embedding_mode=cfg["embedding_mode"], **model_options(cfg))
         load_weights(model, run / "model.safetensors")
-        model.to(device)
+        try:
+            model.to(device)
+        except (RuntimeError, AssertionError) as e:     # "gpu", or cuda on a machine without one
+            raise ValueError(f"device {device!r}: {str(e).splitlines()[0]}") from None
         enc = Encoder(Tokenizer(TokenizerConfig(**voc["tokenizer"])), vocab, labels, tag_vocab, cfg["max_length"])
+        if entry.needs_tags:                  # a missing tagger is said now, not at the first prediction
+            from .data.tags import PhraseLabeller, get_tagger
+            get_tagger(cfg["tagger"])
+            PhraseLabeller.load_default()
         return cls(model, enc, labels, cfg, kind)
 
     # ------------------------------------------------------------------ input
@@ -54,7 +61,7 @@ class Classifier:
         """Strings, dicts ({"text", "pair"} / {"text", "contexts"} / {"tree"}, or the fields the run
         was trained with: its --text-col / --pair-col / --contexts-col) or examples."""
         out = []
-        for k, x in enumerate(_as_list(inputs)):
+        for k, x in enumerate(as_input_list(inputs)):
             if hasattr(x, "kind"):
                 out.append(x)
                 continue
@@ -84,8 +91,8 @@ class Classifier:
         if self.kind == "contexts":
             ctx = x.get("contexts")
             ctx = [ctx] if isinstance(ctx, str) else ctx
-            if not isinstance(ctx, list) or not ctx or not all(isinstance(c, str) for c in ctx):
-                raise ValueError('"contexts" must be a non-empty list of texts')
+            if not isinstance(ctx, list) or not ctx or not all(isinstance(c, str) and c.strip() for c in ctx):
+                raise ValueError('"contexts" must be a non-empty list of non-empty texts')
             return ContextsExample(_text(x, "text"), tuple(ctx), None, where)
         if self.kind == "tree":
             return TreeExample(self._tree(_text(x, "tree" if "tree" in x else "text")), None, where)
@@ -119,23 +126,31 @@ class Classifier:
     # ------------------------------------------------------------------ output
     def _items(self, inputs):
         items = self.encoder.encode(self.as_examples(inputs), with_labels=False)
+        fixed = self.collate.fixed_length                        # e.g. DenseCNN's 300 positions
         for k, it in enumerate(items):
             it.index = k
             if it.text is not None and len(it.text) == 0:      # empty after tokenisation:
                 it.text = np.asarray([1], dtype=np.int64)        # classified as one unknown word
+            if fixed:
+                seqs = [it.text, it.pair, *(it.contexts or ())]
+                it.truncated |= any(s is not None and len(s) > fixed for s in seqs)
         return items
 
     @torch.no_grad()
     def predict_proba(self, inputs, batch_size: int = 64) -> np.ndarray:
         from .training.run import predict_probs
-        return predict_probs(self.model, self._items(inputs), self.collate, self.labels.multilabel, batch_size)
+        _check_batch_size(batch_size)
+        return predict_probs(self.model, self._items(as_input_list(inputs)), self.collate, self.labels.multilabel,
+                             batch_size)
 
     def predict(self, inputs, batch_size: int = 64) -> list[dict]:
         """[{"label": ..., "probs": {label: p}}] (multi-label: also "labels": [...], most probable
         first, and "label" the most probable);
-        "truncated": true where a text was longer than the run's max_length."""
+        "truncated": true where a text was longer than the run's max_length (or than the
+        model's fixed length, e.g. DenseCNN's 300 positions), so only its beginning was read."""
         from .training.run import predict_probs
-        items = self._items(_as_list(inputs))
+        _check_batch_size(batch_size)
+        items = self._items(as_input_list(inputs))
         probs = predict_probs(self.model, items, self.collate, self.labels.multilabel, batch_size)
         pred = decide(probs, self.labels.multilabel, self.labels.threshold)
         out = []
@@ -153,7 +168,12 @@ class Classifier:
         return out
 
 
-def _as_list(inputs) -> list:
+def _check_batch_size(batch_size) -> None:
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a whole number of at least 1, not {batch_size!r}")
+
+
+def as_input_list(inputs) -> list:
     if isinstance(inputs, (str, bytes, dict)):     # list("great") would be five one-letter texts
         raise TypeError(f"give a list of inputs, not one {type(inputs).__name__} (e.g. predict([text]))")
     return list(inputs)

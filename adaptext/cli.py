@@ -12,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-from .data.errors import DataError
+from .data.errors import DataError, MissingResource
 
 # options whose CLI default is "on" get a --no-X form
 _TUPLE_SEP = ","
@@ -42,6 +42,16 @@ def _tuple_of(conv):
             raise argparse.ArgumentTypeError(f"expected comma-separated {conv.__name__} values, e.g. 3,4,5; "
                                              f"not {s!r}") from None
     return parse
+
+
+def positive_int(s: str) -> int:
+    try:
+        n = int(s)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {s!r}")
+    return n
 
 
 def _train_parser(model: str | None) -> argparse.ArgumentParser:
@@ -113,26 +123,34 @@ def cmd_evaluate(argv) -> int:
     a = p.parse_args(argv)
     from . import load
     from .training import metrics as M
-    from .training.run import gold, predict_probs, split_examples
+    from .training.run import gold, predict_probs
     clf = load(a.run_dir)
-    fold = re.fullmatch(r"fold-(\d+)", Path(a.run_dir).resolve().name)
     cols = {f"{c}_col": getattr(a, f"{c}_col") for c in ("text", "pair", "contexts", "label")}
     from .data.datasets import DATASETS
     if any(cols.values()) and (not a.data or a.data in DATASETS):
         raise ValueError("--text-col / --pair-col / --contexts-col / --label-col name the columns of a --data file")
-    cfg = dict(clf.config, **{k: v for k, v in cols.items() if v})
-    examples, bad = split_examples(cfg, a.split, a.data, a.data_dir, a.format,
-                                   a.on_bad_line or clf.config.get("on_bad_line") or "error",
-                                   int(fold.group(1)) if fold else None)
-    if clf.entry.needs_tags:
-        from .training.run import add_tags
-        examples = add_tags(clf.config, clf.entry, [examples])[0]
+    examples, bad = _run_examples(clf, a.run_dir, a.split, a.data, a.data_dir, a.format, a.on_bad_line,
+                                  {k: v for k, v in cols.items() if v})
     items = clf.encoder.encode(examples, bad)
     probs = predict_probs(clf.model, items, clf.collate, clf.labels.multilabel)
     m = M.compute(probs, gold(items, clf.labels), clf.labels.labels, clf.labels.multilabel, clf.labels.threshold)
     m["bad_lines_skipped"] = bad.count
     print(json.dumps(m, indent=2))
     return 0
+
+
+def _run_examples(clf, run_dir, split: str, data=None, data_dir=None, fmt=None, on_bad_line=None, cols=None):
+    """(examples, bad lines) of a split as the run in ``run_dir`` saw it: a fold-k directory
+    reads its own fold, bad lines are handled by the run's own setting unless ``on_bad_line``
+    says otherwise, and a tag-guided model's examples are tagged. For evaluate and explain."""
+    from .training.run import add_tags, split_examples
+    fold = re.fullmatch(r"fold-(\d+)", Path(run_dir).resolve().name)
+    examples, bad = split_examples(dict(clf.config, **(cols or {})), split, data, data_dir, fmt,
+                                   on_bad_line or clf.config.get("on_bad_line") or "error",
+                                   int(fold.group(1)) if fold else None)
+    if clf.entry.needs_tags:
+        examples = add_tags(clf.config, clf.entry, [examples])[0]
+    return examples, bad
 
 
 def cmd_predict(argv) -> int:
@@ -143,7 +161,7 @@ def cmd_predict(argv) -> int:
                                             "(and --pair-col). One JSON line out per input.")
     p.add_argument("run_dir")
     p.add_argument("file", nargs="?")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=positive_int, default=64)
     a = p.parse_args(argv)
     from . import load
     clf = load(a.run_dir)
@@ -153,7 +171,7 @@ def cmd_predict(argv) -> int:
 
 
 def _predict_inputs(clf, file: str | None) -> list:
-    from .data.readers import iter_lines, read_table
+    from .data.readers import decode_line, iter_lines, read_table
     if file and Path(file).name.lower().removesuffix(".gz").endswith((".csv", ".tsv")):
         if not Path(file).is_file():
             raise DataError(file, None, "no such file")
@@ -166,7 +184,10 @@ def _predict_inputs(clf, file: str | None) -> list:
                           text_col=cfg.get("text_col") or "text", pair_col=pair_col, label_col=None)
         return [ex.text if clf.kind == "text" else {"text": ex.text, "pair": ex.pair} for ex in rows]
     name = file or "<stdin>"
-    lines = iter_lines(file, "utf-8") if file else enumerate((l.rstrip("\r\n") for l in sys.stdin), 1)
+    raw = getattr(sys.stdin, "buffer", None)          # bytes, so a line that is not UTF-8 is named
+    lines = iter_lines(file, "utf-8") if file else \
+        enumerate((l.rstrip("\r\n") for l in sys.stdin), 1) if raw is None else \
+        ((i, decode_line(b.rstrip(b"\r\n"), name, i, "utf-8")) for i, b in enumerate(raw, 1))
     inputs = []
     for i, line in lines:
         if line.lstrip().startswith("{"):
@@ -303,6 +324,9 @@ def cmd_explain(argv) -> int:
             if not _tokens(clf, t):
                 raise DataError("<input>", None, f"{name} is empty after tokenisation: nothing to attend from or to")
         if clf.kind == "text":
+            if args.context:
+                raise DataError(args.run_dir, None, "this model reads single texts and attends within the text: "
+                                                    "drop --context (a pair or contexts run attends to a context)")
             inputs, ctx_tokens = [args.text], None
         elif not args.context:
             raise DataError(args.run_dir, None, f"this {clf.kind} model needs --context")
@@ -322,10 +346,13 @@ def cmd_explain(argv) -> int:
 
 def _explain_filters(clf, args) -> list:
     import random
-    from .explain.filters import generated_filters, plot_filters, static_filters
-    from .training.run import split_examples
+    from .explain.filters import first_block, generated_filters, plot_filters, static_filters
+    first_block(clf.model)                   # not an adaptive CNN: said before any data is read
+    if clf.labels.multilabel:
+        raise DataError(args.run_dir, None, "explain filters colours each text by its one class; a multi-label "
+                                            "run's texts have several")
     data = args.data or clf.config.get("data") or "trec-demo"
-    ex, _ = split_examples(clf.config, args.split, args.data)
+    ex, _ = _run_examples(clf, args.run_dir, args.split, args.data)
     by_class: dict = {}
     for e in ex:
         if e.label in clf.labels.index:
@@ -363,9 +390,7 @@ def _explain_tree(clf, args) -> list:
     paths = [out / "tree.png"]
     if args.data:
         from .data.batching import BatchLoader
-        from .training.run import add_tags, split_examples
-        ex, _ = split_examples(clf.config, args.split, args.data)
-        ex = add_tags(clf.config, clf.entry, [ex])[0]
+        ex, _ = _run_examples(clf, args.run_dir, args.split, args.data)
         items = clf.encoder.encode(ex, with_labels=False)
         top = top_node_types(clf.model, BatchLoader(items, 64, clf.collate), args.top,
                              tag_names=clf.encoder.tag_vocab.itos if clf.encoder.tag_vocab else None)
@@ -387,12 +412,8 @@ def cmd_serve(argv) -> int:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--device", default="cpu")
     a = p.parse_args(argv)
-    from .serve import MissingExtra, serve
-    try:
-        serve(a.run_dir, a.host, a.port, a.device)
-    except MissingExtra as e:                 # the [serve] extra is not installed
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    from .serve import serve
+    serve(a.run_dir, a.host, a.port, a.device)
     return 0
 
 
@@ -402,13 +423,13 @@ def cmd_export(argv) -> int:
     p.add_argument("run_dir")
     p.add_argument("--out", required=True, help="directory to write model.onnx, export.json and the vocabulary into")
     p.add_argument("--length", type=int, default=None,
-                   help="a graph for exactly N positions (models that unroll a loop over the length: qrnn, dpcnn)")
+                   help="a graph for exactly N positions (models that unroll a loop over the length: qrnn, dpcnn, ac_dpcnn)")
     p.add_argument("--opset", type=int, default=None, help="ONNX opset (default: the exporter's)")
     a = p.parse_args(argv)
     from .export import export_run
     try:
         export_run(a.run_dir, a.out, a.length, a.opset)
-    except RuntimeError as e:                 # a missing extra, or a graph that failed its check
+    except RuntimeError as e:                 # a graph that failed its check
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0
@@ -443,7 +464,7 @@ def main(argv=None) -> int:
     except BrokenPipeError:                      # adaptext predict ... | head
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except DataError as e:
+    except (DataError, MissingResource) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except (ValueError, KeyError) as e:

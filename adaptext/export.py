@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from .data.batching import Batch
-from .data.errors import DataError
+from .data.errors import DataError, MissingResource
 
 INPUTS = {"text": ("text", "lengths"), "pair": ("text", "lengths", "pair", "pair_lengths"),
           "contexts": ("text", "lengths", "contexts", "context_lengths")}
@@ -127,7 +127,11 @@ def graph_inputs(clf, inputs, length: int | None = None) -> dict:
     for pair and context models), encoded as ``clf`` (``adaptext.load(RUN_DIR)``) encodes them;
     ``length``: padded or truncated to the N positions of a ``--length N`` export (texts
     longer than N are cut, as ``max_length`` cuts them in ``predict``)."""
-    batch = clf.collate(clf._items(list(inputs)))
+    from .api import as_input_list
+    inputs = as_input_list(inputs)
+    if not inputs:
+        raise ValueError("no inputs: give a list of one or more")
+    batch = clf.collate(clf._items(inputs))
     fields = {"text": (batch.text, batch.lengths), "pair": (batch.pair, batch.pair_lengths),
               "contexts": (batch.contexts, batch.context_lengths)}
     out = {}
@@ -151,7 +155,7 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
         import onnxruntime as ort
         import onnxscript  # noqa: F401
     except ImportError as e:  # pragma: no cover - depends on the optional extra
-        raise RuntimeError(f"export needs onnx, onnxscript and onnxruntime ({e.name} is missing): "
+        raise MissingResource(f"export needs onnx, onnxscript and onnxruntime ({e.name} is missing): "
                            f"pip install 'adaptext[export]'") from e
     name = type(model).__name__
     min_length = graph_min_length(model)
@@ -183,18 +187,20 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
     unchecked = path.with_name(path.name + ".unchecked")
     program.save(str(unchecked))
     check = sample_inputs(kind, vocab_size, min_length, length, batch=5, seed=1, longer=5, contexts=2)
-    session = ort.InferenceSession(str(unchecked), providers=["CPUExecutionProvider"])
-    got = session.run(["logits", "probs"], {n: a.numpy() for n, a in zip(names, check)})
-    with torch.no_grad():
-        want = graph(*check)
-    diff = float((torch.from_numpy(got[1]) - want[1]).abs().max())
-    # logits: the same bound relative to their size (probabilities near 0 or 1 hide logit errors)
-    diff_logits = float(((torch.from_numpy(got[0]) - want[0]).abs() / want[0].abs().clamp_min(1.0)).max())
-    if not (diff <= TOLERANCE and diff_logits <= TOLERANCE):
-        unchecked.unlink()
-        raise RuntimeError(f"the exported graph differs from PyTorch by {diff:.2e} in probabilities and "
-                           f"{diff_logits:.2e} in logits (relative; more than {TOLERANCE:g}): not written")
-    unchecked.replace(path)
+    try:
+        session = ort.InferenceSession(str(unchecked), providers=["CPUExecutionProvider"])
+        got = session.run(["logits", "probs"], {n: a.numpy() for n, a in zip(names, check)})
+        with torch.no_grad():
+            want = graph(*check)
+        diff = float((torch.from_numpy(got[1]) - want[1]).abs().max())
+        # logits: the same bound relative to their size (probabilities near 0 or 1 hide logit errors)
+        diff_logits = float(((torch.from_numpy(got[0]) - want[0]).abs() / want[0].abs().clamp_min(1.0)).max())
+        if not (diff <= TOLERANCE and diff_logits <= TOLERANCE):
+            raise RuntimeError(f"the exported graph differs from PyTorch by {diff:.2e} in probabilities and "
+                               f"{diff_logits:.2e} in logits (relative; more than {TOLERANCE:g}): not written")
+        unchecked.replace(path)
+    finally:                                   # a graph that failed (or could not run) its check is not kept
+        unchecked.unlink(missing_ok=True)
     opsets = [o.version for o in program.model_proto.opset_import if o.domain in ("", "ai.onnx")]
     return {"min_length": min_length, "opset": opsets[0] if opsets else None,
             "check": {"examples": int(check[0].shape[0]), "length": int(check[0].shape[-1]),
@@ -210,6 +216,10 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
     if clf.kind not in INPUTS:
         raise DataError(run, None, f"a {clf.kind} model ({clf.config['model']}) reads a parse per text, which an "
                                    f"ONNX graph cannot; export supports text, pair and contexts models")
+    if out.resolve() == run.resolve():
+        raise DataError(out, None, "--out is the run directory itself: export into another directory")
+    if out.exists() and not out.is_dir():
+        raise DataError(out, None, "--out is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("export.json", "model.onnx"):             # nothing of an earlier export survives a failed one
         (out / stale).unlink(missing_ok=True)

@@ -11,11 +11,10 @@ answers ``{"predictions": [{"label", "probs", ...}]}``. Bad input answers 422 wi
 from pathlib import Path
 from typing import Any
 
+from .data.errors import MissingResource
+
 MAX_INPUTS = 1000
-
-
-class MissingExtra(RuntimeError):
-    """The [serve] extra (FastAPI, uvicorn) is not installed."""
+MAX_CHARS = 100_000      # per input: a longer text is refused before it is tokenised
 
 
 def create_app(run_dir, device: str = "cpu"):
@@ -23,7 +22,7 @@ def create_app(run_dir, device: str = "cpu"):
         from fastapi import FastAPI, HTTPException
         from pydantic import BaseModel
     except ImportError as e:  # pragma: no cover - depends on the optional extra
-        raise MissingExtra("serving needs FastAPI: pip install 'adaptext[serve]'") from e
+        raise MissingResource("serving needs FastAPI: pip install 'adaptext[serve]'") from e
     from . import load
     from .data.errors import DataError
     from .training.rundir import read_json
@@ -50,6 +49,9 @@ def create_app(run_dir, device: str = "cpu"):
     def predict(req: PredictRequest):
         if len(req.inputs) > MAX_INPUTS:
             raise HTTPException(422, f"at most {MAX_INPUTS} inputs per request")
+        for k, x in enumerate(req.inputs, 1):
+            if _chars(x) > MAX_CHARS:
+                raise HTTPException(422, f"input {k} is longer than {MAX_CHARS:,} characters")
         try:
             return {"predictions": clf.predict(req.inputs)}
         except (DataError, KeyError, TypeError, ValueError) as e:
@@ -58,9 +60,20 @@ def create_app(run_dir, device: str = "cpu"):
     return app
 
 
+def _chars(x) -> int:
+    """The characters of an input's texts (a string, or the strings of an object)."""
+    if isinstance(x, str):
+        return len(x)
+    if isinstance(x, dict):
+        return sum(_chars(v) for v in x.values())
+    if isinstance(x, list):
+        return sum(_chars(v) for v in x)
+    return 0
+
+
 def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu") -> None:
     try:
         import uvicorn
     except ImportError as e:
-        raise MissingExtra("serving needs uvicorn: pip install 'adaptext[serve]'") from e
+        raise MissingResource("serving needs uvicorn: pip install 'adaptext[serve]'") from e
     uvicorn.run(create_app(run_dir, device), host=host, port=port)

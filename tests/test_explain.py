@@ -82,3 +82,42 @@ def test_explain_tree_of_a_plain_tree_lstm_draws_its_hidden_state(tmp_path, caps
     assert main(["explain", "tree", str(tmp_path / "t"), "--text", "a film", "--data", data,
                  "--out", str(tmp_path / "y")]) == 2
     assert "no tag-guided hypernetwork" in capsys.readouterr().err
+
+
+def _demo_questions(tmp_path, n, bad_line=None):
+    """The first n questions of the TREC demo bundled in the package (with a bad line put in)."""
+    import gzip
+    from importlib.resources import files
+    lines = gzip.decompress(files("adaptext").joinpath("resources/trec/train.txt.gz").read_bytes()).decode(
+        "latin-1").splitlines()[:n]
+    if bad_line:
+        lines.insert(5, bad_line)
+    p = tmp_path / "questions.txt"
+    p.write_text("\n".join(lines) + "\n", encoding="latin-1")
+    return str(p)
+
+
+def test_explain_filters_reads_a_fold_as_evaluate_does(tmp_path, capsys):
+    """A fold-k directory is explained on its own fold's test texts, and the bad line its
+    training skipped is skipped again (explain read all the data, and stopped at that line)."""
+    data = _demo_questions(tmp_path, 300, bad_line="a question without its label")
+    train_run({"model": "ac_cnn", "data": data, "format": "trec", "cv": 2, "on_bad_line": "skip",
+               "out": str(tmp_path / "cv"), "embed_dim": 16, "filters": 10, "context_dim": 16, **FAST})
+    assert main(["explain", "filters", str(tmp_path / "cv" / "fold-2"), "--per-class", "4",
+                 "--out", str(tmp_path / "x")]) == 0
+    _png(tmp_path / "x" / "filters_tsne.png")
+    capsys.readouterr()
+    assert main(["evaluate", str(tmp_path / "cv" / "fold-2")]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 150                     # one fold's texts, not 300
+
+
+def test_explain_attention_of_a_text_model_refuses_a_context(tmp_path, capsys):
+    data = _demo_questions(tmp_path, 200)
+    train_run({"model": "attconv", "data": data, "format": "trec", "test": data, "out": str(tmp_path / "att"),
+               "embed_dim": 16, "hidden": 16, **FAST})
+    assert main(["explain", "attention", str(tmp_path / "att"), "--text", "Who wrote Hamlet ?",
+                 "--out", str(tmp_path / "x")]) == 0
+    _png(tmp_path / "x" / "attention.png")
+    assert main(["explain", "attention", str(tmp_path / "att"), "--text", "Who wrote Hamlet ?",
+                 "--context", "Shakespeare", "--out", str(tmp_path / "y")]) == 2
+    assert "this model reads single texts and attends within the text: drop --context" in capsys.readouterr().err

@@ -155,3 +155,19 @@ def test_a_graph_that_fails_its_check_is_not_written(kim_run, tmp_path, monkeypa
     monkeypatch.setattr(E, "TOLERANCE", -1.0)
     assert main(["export", str(kim_run), "--out", str(tmp_path / "bad")]) == 2
     assert not (tmp_path / "bad" / "model.onnx").exists() and not (tmp_path / "bad" / "export.json").exists()
+    assert not list((tmp_path / "bad").glob("*.unchecked"))
+
+
+def test_graph_inputs_and_the_output_folder_are_checked(kim_run, tmp_path):
+    """One string was read as one text per character; an output folder that is the run itself
+    ended in a traceback after writing the graph."""
+    clf = adaptext.load(kim_run)
+    with pytest.raises(TypeError, match="give a list of inputs, not one str"):
+        graph_inputs(clf, "Who wrote Hamlet ?")
+    with pytest.raises(ValueError, match="no inputs"):
+        graph_inputs(clf, [])
+    with pytest.raises(DataError, match="--out is the run directory itself"):
+        export_run(kim_run, kim_run / ".", log=lambda *_: None)
+    assert not (kim_run / "model.onnx").exists()
+    (tmp_path / "afile").write_text("x")
+    assert main(["export", str(kim_run), "--out", str(tmp_path / "afile")]) == 2

@@ -289,6 +289,45 @@ def test_web_service_predicts_and_rejects_bad_input(demo_run):
     assert r.status_code == 422 and r.json()["detail"] == "<input>:2: no 'text' field"
     r = client.post("/predict", json={"inputs": [{"text": 5}]})
     assert r.status_code == 422 and r.json()["detail"] == "<input>:1: 'text' must be a string, found int"
+    from adaptext.serve import MAX_CHARS, MAX_INPUTS
+    r = client.post("/predict", json={"inputs": ["fine", "a" * (MAX_CHARS + 1)]})
+    assert r.status_code == 422 and r.json()["detail"] == f"input 2 is longer than {MAX_CHARS:,} characters"
+    r = client.post("/predict", json={"inputs": ["x"] * (MAX_INPUTS + 1)})
+    assert r.status_code == 422 and r.json()["detail"] == f"at most {MAX_INPUTS} inputs per request"
+    assert client.post("/predict", json={"inputs": []}).json() == {"predictions": []}
+
+
+def test_batch_size_and_device_are_checked(demo_run, capsys):
+    """A batch size below 1 ran no batch and answered every input with zero probabilities."""
+    clf = adaptext.load(demo_run[0])
+    for bad in (0, -1, 2.5):
+        with pytest.raises(ValueError, match="batch_size must be a whole number of at least 1"):
+            clf.predict(["Who wrote Hamlet ?"], batch_size=bad)
+        with pytest.raises(ValueError, match="batch_size must be"):
+            clf.predict_proba(["Who wrote Hamlet ?"], batch_size=bad)
+    with pytest.raises(SystemExit) as exit_:
+        main(["predict", str(demo_run[0]), "--batch-size", "-3"])
+    assert exit_.value.code == 2
+    assert "expected a whole number of at least 1, not '-3'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="device 'gpu': "):
+        adaptext.load(demo_run[0], device="gpu")
+
+
+def test_predict_flags_texts_cut_at_the_model_s_fixed_length(demo_run):
+    """DenseCNN reads 300 positions whatever the run's max_length: a longer text is flagged."""
+    import dataclasses
+    clf = adaptext.load(demo_run[0])
+    clf.collate = dataclasses.replace(clf.collate, fixed_length=8)
+    short, long = clf.predict(["Who wrote Hamlet ?", "Who wrote the play about the prince of Denmark and his father ?"])
+    assert "truncated" not in short and long["truncated"] is True
+
+
+def test_predict_names_the_stdin_line_that_is_not_utf8(demo_run):
+    r = subprocess.run([sys.executable, "-m", "adaptext.cli", "predict", str(demo_run[0])],
+                       input=b"Who wrote Hamlet ?\ncaf\xe9 ?\n", capture_output=True)
+    assert r.returncode == 2
+    assert r.stderr.decode().strip() == "error: <stdin>:2: byte 0xe9 at column 4 is not valid utf-8 " \
+                                        "(try --encoding cp1252 or latin-1)"
 
 
 def test_inputs_of_other_kinds_are_checked(demo_run):
@@ -298,12 +337,15 @@ def test_inputs_of_other_kinds_are_checked(demo_run):
     clf.kind = "contexts"
     (ex,) = clf.as_examples([{"text": "is it true ?", "contexts": "one piece of evidence"}])
     assert ex.contexts == ("one piece of evidence",)                  # a string is one context, not letters
-    for bad in ([], [3], None):
-        with pytest.raises(DataError, match=r"<input>:1: \"contexts\" must be a non-empty list of texts"):
+    for bad in ([], [3], None, ["evidence", " "]):
+        with pytest.raises(DataError, match=r"<input>:1: \"contexts\" must be a non-empty list of non-empty texts"):
             clf.as_examples([{"text": "is it true ?", "contexts": bad}])
     clf.kind = "tree"
     with pytest.raises(DataError, match=r"<input>:2: .*"):
         clf.as_examples(["(3 (2 good) (2 film))", "(3 (2 a)"])
+    deep = "(2 " * 5000 + "word" + ")" * 5000                 # recursed past Python's limit
+    with pytest.raises(DataError, match=r"<input>:1: the tree nests 5000 brackets deep; at most 300 are read"):
+        clf.as_examples([deep])
     clf.kind = "pair"
     with pytest.raises(DataError, match=r"<input>:1: 'pair' must be a string, found list"):
         clf.as_examples([{"text": "a man sings", "pair": ["x"]}])

@@ -11,6 +11,11 @@ class DataError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+class MissingResource(RuntimeError):
+    """An optional package or data file that a feature needs is not installed (an extra, a
+    tagger's model). ``str(err)`` says what to install; the CLI prints it and exits 2."""
+
+
 class BadLines:
     """Policy for malformed lines: ``error`` raises at the first, ``skip`` counts and goes on."""
 

@@ -26,6 +26,7 @@ import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from .errors import MissingResource
 from .examples import TreeExample, TreePairExample
 from .trees import Tree
 
@@ -47,11 +48,11 @@ class NltkTagger:
         try:
             from nltk.tag.perceptron import PerceptronTagger
         except ImportError as e:  # pragma: no cover - nltk is a declared dependency of trees
-            raise RuntimeError("the NLTK tagger needs nltk: pip install 'adaptext[trees]'") from e
+            raise MissingResource("the NLTK tagger needs nltk: pip install 'adaptext[trees]'") from e
         try:
             self._tagger = PerceptronTagger()
         except LookupError as e:
-            raise RuntimeError(
+            raise MissingResource(
                 "NLTK's averaged perceptron tagger data was not found: run "
                 "`python -m nltk.downloader averaged_perceptron_tagger_eng` or point NLTK_DATA at a folder "
                 f"holding taggers/averaged_perceptron_tagger_eng (NLTK_DATA={os.environ.get('NLTK_DATA')!r})") from e
@@ -70,12 +71,12 @@ class SpacyTagger:
             import spacy
             from spacy.tokens import Doc
         except ImportError as e:
-            raise RuntimeError("the spaCy tagger needs spaCy: pip install spacy && "
+            raise MissingResource("the spaCy tagger needs spaCy: pip install spacy && "
                                f"python -m spacy download {model} (or use the default tagger, 'nltk')") from e
         try:
             self._nlp = spacy.load(model, exclude=["parser", "ner", "lemmatizer"])
         except OSError as e:
-            raise RuntimeError(f"spaCy model {model!r} is not installed: python -m spacy download {model}") from e
+            raise MissingResource(f"spaCy model {model!r} is not installed: python -m spacy download {model}") from e
         self._doc = Doc
 
     def __call__(self, tokens: list[str]) -> list[str]:
@@ -102,6 +103,9 @@ def get_tagger(name: str = "nltk"):
 def _best(counter: Counter):
     label, count = max(counter.items(), key=lambda kv: (kv[1], kv[0]))
     return [label, count, sum(counter.values())]
+
+
+_LABELLERS: dict = {}
 
 
 class PhraseLabeller:
@@ -166,8 +170,10 @@ class PhraseLabeller:
 
     @classmethod
     def load_default(cls) -> "PhraseLabeller":
-        """The table shipped with the package (learned from wsj_0001-0179)."""
-        return cls.load(RESOURCE)
+        """The table shipped with the package (learned from wsj_0001-0179), read once."""
+        if "default" not in _LABELLERS:
+            _LABELLERS["default"] = cls.load(RESOURCE)
+        return _LABELLERS["default"]
 
     @classmethod
     def load(cls, path=None) -> "PhraseLabeller":

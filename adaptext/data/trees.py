@@ -93,6 +93,9 @@ def _tokenize_brackets(s: str) -> list[str]:
     return out
 
 
+MAX_DEPTH = 300     # treebank parses nest a few dozen levels
+
+
 def parse_brackets(s: str):
     """Parse one bracketed tree into nested ``(label, children_or_word)`` tuples.
 
@@ -101,6 +104,12 @@ def parse_brackets(s: str):
     toks = _tokenize_brackets(s)
     if not toks or toks[0] != "(":
         raise ValueError("a tree must start with '('")
+    depth = deepest = 0
+    for t in toks:
+        depth += (t == "(") - (t == ")")
+        deepest = max(deepest, depth)
+    if deepest > MAX_DEPTH:                   # the parse below recurses once per level
+        raise ValueError(f"the tree nests {deepest} brackets deep; at most {MAX_DEPTH} are read")
     pos = 0
 
     def node():

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from ..data.batching import length_mask
 
 
-def _first_block(model):
+def first_block(model):
     feats = getattr(model, "features", None)
     if feats is None or getattr(feats, "context", None) is None:
         raise ValueError("not an adaptive Kim CNN run (ac_cnn): no generated filters to show")
@@ -27,7 +27,7 @@ def _first_block(model):
 @torch.no_grad()
 def generated_filters(model, batch, width_index: int = 0, per_text: int = 20) -> np.ndarray:
     """[B, per_text, C*k]: the first ``per_text`` generated filters of one width, per text."""
-    feats = _first_block(model)
+    feats = first_block(model)
     x = model.embedding(batch.text)
     c = feats.context(x, length_mask(batch.lengths, x.shape[1]))
     f = feats.convs[width_index].filters(c)[:, :per_text]          # [B, O, C, k]
