@@ -19,8 +19,10 @@ trip count is the length (QRNN's recurrence, DPCNN's pyramid of poolings): those
 ``--length N``, a graph for exactly N positions (pad or truncate every text to N). Tree models
 read a parse per text, which an ONNX graph does not; they are not exported.
 
-After writing the graph, the export runs it on a batch of random inputs with onnxruntime and
-compares its probabilities with PyTorch's; the largest difference is kept in export.json.
+After writing the graph, the export runs it with onnxruntime on random batches of other
+shapes (another batch size and a longer length; unless the length is fixed, also the shortest
+length the graph takes, with an empty pair or context) and compares its outputs with PyTorch's;
+the largest difference is kept in export.json.
 """
 from __future__ import annotations
 
@@ -65,11 +67,12 @@ class ExportGraph(nn.Module):
 
 
 def sample_inputs(kind: str, vocab_size: int, min_length: int, length: int | None, batch: int = 4,
-                  seed: int = 0, longer: int = 0, contexts: int = 3) -> tuple:
+                  seed: int = 0, longer: int = 0, contexts: int = 3, shortest: bool = False) -> tuple:
     """Random ids in ``[2, vocab_size)`` with lengths from 1 to the padded length, zero past
     each text's end: the example the graph is traced on (and, ``longer`` positions longer
-    and with another batch size, checked with). Batch size and lengths differ from each
-    other, so the tracer cannot tie them."""
+    and with another batch size, checked with; ``shortest``: padded to ``min_length`` only,
+    with the last pair empty). Batch size and lengths differ from each other, so the tracer
+    cannot tie them."""
     g = torch.Generator().manual_seed(seed)
 
     def texts(n: int, t: int):
@@ -78,14 +81,18 @@ def sample_inputs(kind: str, vocab_size: int, min_length: int, length: int | Non
         ids = torch.randint(2, max(vocab_size, 3), (n, t), generator=g)
         return ids.masked_fill(torch.arange(t)[None, :] >= lengths[:, None], 0), lengths
 
-    t = length or max(min_length, 7) + 2 + longer
+    t = length or (min_length if shortest else max(min_length, 7) + 2 + longer)
     text, lengths = texts(batch, t)
     if kind == "text":
         return text, lengths
     if kind == "pair":
-        return (text, lengths) + texts(batch, length or t + 3)
+        pair, pair_lengths = texts(batch, length or (t if shortest else t + 3))
+        if shortest:
+            pair_lengths[-1] = 0
+            pair[-1] = 0
+        return text, lengths, pair, pair_lengths
     k = contexts
-    ctx, ctx_lengths = texts(batch * k, length or t + 3)
+    ctx, ctx_lengths = texts(batch * k, length or (t if shortest else t + 3))
     ctx_lengths = ctx_lengths.view(batch, k)
     ctx_lengths[1, -1] = 0                             # a missing context
     ctx_lengths[2, :] = 0                              # a text with no context at all
@@ -186,15 +193,20 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
     path = Path(path)
     unchecked = path.with_name(path.name + ".unchecked")
     program.save(str(unchecked))
-    check = sample_inputs(kind, vocab_size, min_length, length, batch=5, seed=1, longer=5, contexts=2)
+    checks = [sample_inputs(kind, vocab_size, min_length, length, batch=5, seed=1, longer=5, contexts=2)]
+    if length is None:
+        checks.append(sample_inputs(kind, vocab_size, min_length, None, batch=3, seed=2, contexts=4, shortest=True))
     try:
         session = ort.InferenceSession(str(unchecked), providers=["CPUExecutionProvider"])
-        got = session.run(["logits", "probs"], {n: a.numpy() for n, a in zip(names, check)})
-        with torch.no_grad():
-            want = graph(*check)
-        diff = float((torch.from_numpy(got[1]) - want[1]).abs().max())
-        # logits: the same bound relative to their size (probabilities near 0 or 1 hide logit errors)
-        diff_logits = float(((torch.from_numpy(got[0]) - want[0]).abs() / want[0].abs().clamp_min(1.0)).max())
+        diff = diff_logits = 0.0
+        for check in checks:
+            got = session.run(["logits", "probs"], {n: a.numpy() for n, a in zip(names, check)})
+            with torch.no_grad():
+                want = graph(*check)
+            diff = max(diff, float((torch.from_numpy(got[1]) - want[1]).abs().max()))
+            # logits: the same bound relative to their size (probabilities near 0 or 1 hide logit errors)
+            diff_logits = max(diff_logits, float(((torch.from_numpy(got[0]) - want[0]).abs()
+                                                  / want[0].abs().clamp_min(1.0)).max()))
         if not (diff <= TOLERANCE and diff_logits <= TOLERANCE):
             raise RuntimeError(f"the exported graph differs from PyTorch by {diff:.2e} in probabilities and "
                                f"{diff_logits:.2e} in logits (relative; more than {TOLERANCE:g}): not written")
@@ -203,7 +215,7 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
         unchecked.unlink(missing_ok=True)
     opsets = [o.version for o in program.model_proto.opset_import if o.domain in ("", "ai.onnx")]
     return {"min_length": min_length, "opset": opsets[0] if opsets else None,
-            "check": {"examples": int(check[0].shape[0]), "length": int(check[0].shape[-1]),
+            "check": {"batches": [list(c[0].shape) for c in checks],
                       "max_abs_diff_probs": diff, "max_rel_diff_logits": diff_logits}}
 
 
@@ -241,6 +253,6 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
     }
     write_atomic(out / "export.json", manifest)
     log(f"exported {clf.config['model']} to {onnx_path} ({onnx_path.stat().st_size / 2 ** 20:.1f} MiB); "
-        f"onnxruntime against PyTorch on {done['check']['examples']} random inputs: largest probability "
+        f"onnxruntime against PyTorch on {len(done['check']['batches'])} random batches: largest probability "
         f"difference {done['check']['max_abs_diff_probs']:.1e}")
     return manifest

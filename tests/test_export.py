@@ -55,6 +55,7 @@ def test_kim_cnn_onnx_matches_pytorch_on_real_texts(kim_run, tmp_path):
     manifest = json.loads((out / "export.json").read_text())
     assert manifest["inputs"] == ["text", "lengths"] and manifest["length"] is None
     assert manifest["min_length"] == 5 and manifest["check"]["max_abs_diff_probs"] < 1e-4
+    assert manifest["check"]["batches"] == [[5, 14], [3, 5]]        # another batch and length, and the shortest
     assert manifest["fixed_length"] is None and "empty text" in manifest["encoding"]
     for name in ("vocab.json", "labels.json", "config.json"):
         assert (out / name).read_bytes() == (kim_run / name).read_bytes()
