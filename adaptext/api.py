@@ -49,7 +49,11 @@ class Classifier:
             model.to(device)
         except (RuntimeError, AssertionError) as e:     # "gpu", or cuda on a machine without one
             raise ValueError(f"device {device!r}: {str(e).splitlines()[0]}") from None
-        enc = Encoder(Tokenizer(TokenizerConfig(**voc["tokenizer"])), vocab, labels, tag_vocab, cfg["max_length"])
+        # a model that reads a fixed number of positions (DenseCNN's 300) cuts there whatever the
+        # run's max_length: the encoder cuts at the nearer limit, so such a cut is flagged too
+        fixed, limit = getattr(model, "fixed_length", 0), cfg["max_length"]
+        limit = min(limit, fixed) if limit and fixed else limit or fixed
+        enc = Encoder(Tokenizer(TokenizerConfig(**voc["tokenizer"])), vocab, labels, tag_vocab, limit)
         if entry.needs_tags:                  # a missing tagger is said now, not at the first prediction
             from .data.tags import PhraseLabeller, get_tagger
             get_tagger(cfg["tagger"])
@@ -126,22 +130,17 @@ class Classifier:
     # ------------------------------------------------------------------ output
     def _items(self, inputs):
         items = self.encoder.encode(self.as_examples(inputs), with_labels=False)
-        fixed = self.collate.fixed_length                        # e.g. DenseCNN's 300 positions
         for k, it in enumerate(items):
             it.index = k
             if it.text is not None and len(it.text) == 0:      # empty after tokenisation:
                 it.text = np.asarray([1], dtype=np.int64)        # classified as one unknown word
-            if fixed:
-                seqs = [it.text, it.pair, *(it.contexts or ())]
-                it.truncated |= any(s is not None and len(s) > fixed for s in seqs)
         return items
 
     @torch.no_grad()
     def predict_proba(self, inputs, batch_size: int = 64) -> np.ndarray:
         from .training.run import predict_probs
         _check_batch_size(batch_size)
-        return predict_probs(self.model, self._items(as_input_list(inputs)), self.collate, self.labels.multilabel,
-                             batch_size)
+        return predict_probs(self.model, self._items(inputs), self.collate, self.labels.multilabel, batch_size)
 
     def predict(self, inputs, batch_size: int = 64) -> list[dict]:
         """[{"label": ..., "probs": {label: p}}] (multi-label: also "labels": [...], most probable

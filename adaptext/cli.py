@@ -185,9 +185,12 @@ def _predict_inputs(clf, file: str | None) -> list:
         return [ex.text if clf.kind == "text" else {"text": ex.text, "pair": ex.pair} for ex in rows]
     name = file or "<stdin>"
     raw = getattr(sys.stdin, "buffer", None)          # bytes, so a line that is not UTF-8 is named
-    lines = iter_lines(file, "utf-8") if file else \
-        enumerate((l.rstrip("\r\n") for l in sys.stdin), 1) if raw is None else \
-        ((i, decode_line(b.rstrip(b"\r\n"), name, i, "utf-8")) for i, b in enumerate(raw, 1))
+    if file:
+        lines = iter_lines(file, "utf-8")
+    elif raw is not None:
+        lines = ((i, decode_line(b.rstrip(b"\r\n"), name, i, "utf-8")) for i, b in enumerate(raw, 1))
+    else:                                             # a text stream (sys.stdin replaced)
+        lines = enumerate((l.rstrip("\r\n") for l in sys.stdin), 1)
     inputs = []
     for i, line in lines:
         if line.lstrip().startswith("{"):

@@ -313,11 +313,12 @@ def test_batch_size_and_device_are_checked(demo_run, capsys):
         adaptext.load(demo_run[0], device="gpu")
 
 
-def test_predict_flags_texts_cut_at_the_model_s_fixed_length(demo_run):
-    """DenseCNN reads 300 positions whatever the run's max_length: a longer text is flagged."""
-    import dataclasses
-    clf = adaptext.load(demo_run[0])
-    clf.collate = dataclasses.replace(clf.collate, fixed_length=8)
+def test_predict_flags_texts_cut_at_the_model_s_fixed_length(tmp_path):
+    """DenseCNN reads its fixed number of positions whatever the run's max_length: a longer text is flagged."""
+    out = tmp_path / "dense"
+    train_run({"out": str(out), "model": "densecnn", "epochs": 1, "embed_dim": 16, "filters": 6, "blocks": 2,
+               "fixed_length": 8, "progress": False, "max_length": 60})
+    clf = adaptext.load(out)
     short, long = clf.predict(["Who wrote Hamlet ?", "Who wrote the play about the prince of Denmark and his father ?"])
     assert "truncated" not in short and long["truncated"] is True
 
