@@ -81,7 +81,8 @@ class Classifier:
     def _example(self, x, where: str):
         if isinstance(x, str):
             if self.kind == "tree":
-                return TreeExample(self._tree(x), None, where)
+                tree, cut = self._tree(x)
+                return TreeExample(tree, where=where, truncated=cut)
             if self.kind != "text":
                 raise ValueError(f"this model reads {self.kind} input; give a JSON object, not a string")
             return TextExample(x, None, where)
@@ -99,10 +100,12 @@ class Classifier:
                 raise ValueError('"contexts" must be a non-empty list of non-empty texts')
             return ContextsExample(_text(x, "text"), tuple(ctx), None, where)
         if self.kind == "tree":
-            return TreeExample(self._tree(_text(x, "tree" if "tree" in x else "text")), None, where)
+            tree, cut = self._tree(_text(x, "tree" if "tree" in x else "text"))
+            return TreeExample(tree, where=where, truncated=cut)
         if self.kind == "tree_pair":
-            return TreePairExample(self._tree(_text(x, "tree" if "tree" in x else "text")),
-                                   self._tree(_text(x, "pair_tree" if "pair_tree" in x else "pair")), None, where)
+            (tree, cut), (pair, pair_cut) = (self._tree(_text(x, "tree" if "tree" in x else "text")),
+                                             self._tree(_text(x, "pair_tree" if "pair_tree" in x else "pair")))
+            return TreePairExample(tree, pair, where=where, truncated=cut or pair_cut)
         return TextExample(_text(x, "text"), None, where)
 
     def _renamed(self, x: dict) -> dict:
@@ -116,11 +119,15 @@ class Classifier:
         cols = [self.config.get(k) for k in ("text_col", "pair_col") if self.config.get(k) not in (None, "text")]
         return f" (or the run's fields: {', '.join(repr(c) for c in cols)})" if cols else ""
 
-    def _tree(self, s: str):
+    def _tree(self, s: str) -> tuple:
+        """(tree, truncated): a bracketed parse as it is, or a plain text as a right-branching
+        tree of its tokens, cut at the run's max_length as texts are (its depth is its length)."""
         s = s.strip()
         if s.startswith("("):
-            return tree_from_brackets(s, labels_are="labels")
-        return leaf_tree(Tokenizer(self.encoder.tokenizer.config)(s) or ["<unk>"])
+            return tree_from_brackets(s, labels_are="labels"), False
+        tokens, limit = Tokenizer(self.encoder.tokenizer.config)(s) or ["<unk>"], self.encoder.max_length
+        cut = bool(limit) and len(tokens) > limit
+        return leaf_tree(tokens[:limit] if cut else tokens), cut
 
     def batch(self, inputs):
         """The model's batch of ``inputs``, encoded as ``predict`` encodes them."""

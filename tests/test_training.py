@@ -297,6 +297,47 @@ def test_web_service_predicts_and_rejects_bad_input(demo_run):
     assert client.post("/predict", json={"inputs": []}).json() == {"predictions": []}
 
 
+@needs_data
+def test_web_service_serves_pair_and_contexts_runs(tmp_path):
+    """Real pair and multi-context runs over HTTP: objects with the generic or the run's own field
+    names answer as the API does; a bare string or a missing context is a 422 naming the input."""
+    from fastapi.testclient import TestClient
+
+    from adaptext.data import readers as R
+    from adaptext.serve import create_app
+    sick = R.read_sick(DATA / "sick/SICK_train.txt")[:240]
+    tiny = {"epochs": 1, "progress": False, "embed_dim": 16, "hidden": 16, "model": "attconv"}
+    train_run({"data": str(DATA / "sick/SICK_train.txt"), "test": str(DATA / "sick/SICK_trial.txt"),
+               "out": str(tmp_path / "pair"), "max_vocab": 2000, **tiny})
+    rows = [{"claim": ex.text, "evidence": [ex.pair] + [q.pair for q in sick[k + 1: k + 1 + k % 3]], "label": ex.label}
+            for k, ex in enumerate(sick)]
+    (tmp_path / "ctx.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    train_run({"data": str(tmp_path / "ctx.jsonl"), "test": str(tmp_path / "ctx.jsonl"), "text_col": "claim",
+               "contexts_col": "evidence", "out": str(tmp_path / "ctx"), **tiny})
+
+    h, p = "A man is playing a guitar", "A person plays an instrument"
+    client = TestClient(create_app(tmp_path / "pair"))
+    assert client.get("/info").json()["task"] == "pair"
+    r = client.post("/predict", json={"inputs": [{"text": h, "pair": p}]})
+    assert r.status_code == 200
+    assert r.json()["predictions"] == adaptext.load(tmp_path / "pair").predict([{"text": h, "pair": p}])
+    assert set(r.json()["predictions"][0]["probs"]) == {"ENTAILMENT", "NEUTRAL", "CONTRADICTION"}
+    r = client.post("/predict", json={"inputs": [{"text": h, "pair": p}, h]})
+    assert r.status_code == 422 and r.json()["detail"].startswith("<input>:2: this model reads pair input")
+    r = client.post("/predict", json={"inputs": [{"text": h}]})
+    assert r.status_code == 422 and "a pair model needs" in r.json()["detail"]
+
+    client = TestClient(create_app(tmp_path / "ctx"))
+    assert client.get("/info").json()["task"] == "contexts"
+    generic = {"text": h, "contexts": [p, "Nobody is playing"]}
+    r = client.post("/predict", json={"inputs": [generic, {"claim": h, "evidence": [p, "Nobody is playing"]}]})
+    assert r.status_code == 200
+    first, second = r.json()["predictions"]
+    assert first == second == adaptext.load(tmp_path / "ctx").predict([generic])[0]
+    r = client.post("/predict", json={"inputs": [{"text": h, "contexts": []}]})
+    assert r.status_code == 422 and "non-empty list" in r.json()["detail"]
+
+
 def test_batch_size_and_device_are_checked(demo_run, capsys):
     """A batch size below 1 ran no batch and answered every input with zero probabilities."""
     clf = adaptext.load(demo_run[0])

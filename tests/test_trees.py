@@ -291,3 +291,33 @@ def test_explain_draw_and_top_node_types(tmp_path):
         best = sorted(acc, key=lambda k: -float(torch.stack(acc[k]).mean(0)[d]))[:3]
         assert [r["type"] for r in top[d]] == best
         assert top[d][0]["count"] == len(acc[best[0]])
+
+
+# ------------------------------------------------------------------ prediction on plain text
+def test_plain_text_to_a_tree_run_is_cut_at_max_length_and_flagged(tmp_path):
+    """A text without a parse becomes a right-branching tree of its tokens, as deep as it is
+    long: it is cut at the run's max_length, as texts are, and the cut is said."""
+    import adaptext
+    from adaptext.data.examples import TreeExample, TreePairExample
+    from adaptext.training.run import train_run
+
+    trees = tmp_path / "trees.txt"
+    trees.write_text("".join((DATA / "sst_ptb/dev.txt").read_text().splitlines(keepends=True)[:40]))
+    run = tmp_path / "t"
+    train_run({"model": "treelstm", "data": str(trees), "test": str(trees), "out": str(run), "hidden": 8,
+               "epochs": 1, "progress": False, "max_length": 6})
+    clf = adaptext.load(run)
+    long_text = "a lovely film that never quite finds its footing in the end"          # 12 tokens
+    parse = "(3 (2 a) (3 (3 lovely) (2 film)))"
+    out = clf.predict([long_text, "a lovely film", parse])
+    assert [o.get("truncated", False) for o in out] == [True, False, False]
+    _, items = clf.batch([long_text, {"text": "a lovely film"}])
+    assert [len(it.tree.words) for it in items] == [2 * 6 - 1, 2 * 3 - 1]     # 6 and 3 leaves
+    assert clf.as_examples([long_text])[0].tree.leaves() == long_text.split()[:6]
+    assert clf.predict([long_text])[0]["probs"] == clf.predict([" ".join(long_text.split()[:6])])[0]["probs"]
+    # tagging (the tag-guided models) keeps the flag on both kinds of example
+    cut = clf.as_examples([long_text])[0]
+    pair = TreePairExample(cut.tree, cut.tree, where="x:1", truncated=True)
+    tagged = tag_examples([cut, pair, TreeExample(cut.tree)])
+    assert [ex.truncated for ex in tagged] == [True, True, False]
+    assert all(t is not None for t in tagged[0].tree.tags)

@@ -46,9 +46,11 @@ class ContextsExample:
 
 @dataclass(frozen=True, slots=True)
 class TreeExample:
+    """A parse; ``truncated``: built from a plain text cut at a run's max_length (predict)."""
     tree: Tree
     label: Label = None
     where: str = field(default="", compare=False)
+    truncated: bool = field(default=False, compare=False)
     kind = "tree"
 
     @property
@@ -62,6 +64,7 @@ class TreePairExample:
     pair: Tree
     label: Label = None
     where: str = field(default="", compare=False)
+    truncated: bool = field(default=False, compare=False)
     kind = "tree_pair"
 
     @property

@@ -24,6 +24,7 @@ import os
 import tempfile
 import zipfile
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 from .errors import MissingResource
@@ -211,10 +212,9 @@ def tag_examples(examples, tagger=None, labeller: PhraseLabeller | None = None) 
     out = []
     for ex in examples:
         if isinstance(ex, TreePairExample):
-            out.append(TreePairExample(tag_tree(ex.tree, tagger, labeller), tag_tree(ex.pair, tagger, labeller),
-                                       ex.label, ex.where))
+            out.append(replace(ex, tree=tag_tree(ex.tree, tagger, labeller), pair=tag_tree(ex.pair, tagger, labeller)))
         elif isinstance(ex, TreeExample):
-            out.append(TreeExample(tag_tree(ex.tree, tagger, labeller), ex.label, ex.where))
+            out.append(replace(ex, tree=tag_tree(ex.tree, tagger, labeller)))
         else:
             raise TypeError(f"tags are for tree examples, not {type(ex).__name__}")
     return out
