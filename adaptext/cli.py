@@ -75,8 +75,9 @@ def _train_parser(model: str | None) -> argparse.ArgumentParser:
         entry = get_entry(model)
         mg = p.add_argument_group(f"{model} options ({entry.paper or 'model'} defaults)")
         for f in dataclasses.fields(entry.config):
-            default = entry.defaults[f.name]
-            _add_option(mg, f.name, default, f"default {default}")
+            default, about = entry.defaults[f.name], f.metadata.get("help")
+            _add_option(mg, f.name, default, f"{about} [default: {default}]" if about else f"default {default}",
+                        f.metadata.get("choices"))
     return p
 
 

@@ -83,13 +83,24 @@ def get_entry(name: str) -> ModelEntry:
     return _REGISTRY[name]
 
 
+def choice(default: str, choices, help: str = ""):
+    """A model option that takes one of ``choices`` (a config dataclass field): ``make_config``
+    refuses any other value, and the command line lists them."""
+    return field(default=default, metadata={"choices": tuple(choices), "help": help})
+
+
 def make_config(name: str, **overrides):
     entry = get_entry(name)
     names = {f.name for f in dataclasses.fields(entry.config)}
     unknown = sorted(set(overrides) - names)
     if unknown:
         raise ValueError(f"{name} has no option {', '.join(unknown)}; its options: {', '.join(sorted(names))}")
-    return entry.config(**overrides)
+    cfg = entry.config(**overrides)
+    for f in dataclasses.fields(cfg):
+        allowed = f.metadata.get("choices")
+        if allowed and getattr(cfg, f.name) not in allowed:
+            raise ValueError(f"{f.name} must be one of {', '.join(allowed)}, not {getattr(cfg, f.name)!r}")
+    return cfg
 
 
 def create_model(name: str, *, num_classes: int, vocab_size: int, kind: str | None = None, multilabel: bool = False,

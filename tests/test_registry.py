@@ -1,8 +1,11 @@
 """Every registered model builds by name, runs forward and backward on a tiny real batch,
 and fills the gradient of its trainable parameters (timm's habit)."""
+import dataclasses
+
 import pytest
 import torch
 
+from adaptext.cli import main
 from adaptext.registry import count_parameters, create_model, get_entry, list_models
 
 from conftest import CASE_SIZE, needs_data, registered_case
@@ -37,3 +40,27 @@ def test_unknown_option_is_a_clear_error():
 def test_unknown_model_lists_the_registry():
     with pytest.raises(KeyError, match="kim_cnn"):
         get_entry("no_such_model")
+
+
+CHOICES = [(name, f.name, f.metadata["choices"]) for name in list_models()
+           for f in dataclasses.fields(get_entry(name).config) if "choices" in f.metadata]
+
+
+def test_options_with_a_fixed_set_of_values_are_declared():
+    """generation, context, variant, matching, attention, pooling and fusion list their values."""
+    declared = {(name, field) for name, field, _ in CHOICES}
+    assert {("ac_cnn", "generation"), ("ac_dpcnn", "context"), ("attconv", "variant"), ("attconv_noconv", "matching"),
+            ("fcn", "attention"), ("fcn", "pooling_head"), ("qrnn", "pooling"), ("tg_htreelstm", "fusion")} <= declared
+    for name, field, allowed in CHOICES:
+        assert get_entry(name).defaults[field] in allowed, (name, field)
+
+
+@pytest.mark.parametrize("name,field,allowed", CHOICES, ids=[f"{n}-{f}" for n, f, _ in CHOICES])
+def test_a_value_outside_an_option_s_choices_is_refused(name, field, allowed, capsys):
+    with pytest.raises(ValueError, match=f"^{field} must be one of {', '.join(allowed)}, not 'nope'$"):
+        create_model(name, num_classes=2, vocab_size=10, **{field: "nope"})
+    flag = "--" + field.replace("_", "-")
+    with pytest.raises(SystemExit) as stop:                 # the command line refuses it before reading data
+        main(["train", "--model", name, flag, "nope"])
+    assert stop.value.code == 2
+    assert f"argument {flag}: invalid choice: 'nope'" in capsys.readouterr().err

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..nn.adaptive import AdaptiveConvFactory
-from ..registry import register_model
+from ..nn.adaptive import CONTEXTS, GENERATIONS, AdaptiveConvFactory
+from ..registry import choice, register_model
 from .densecnn import DenseCNN, DenseCNNConfig
 from .dpcnn import DPCNN, DPCNNConfig
 from .kim_cnn import KimCNN, KimCNNConfig
@@ -42,8 +42,8 @@ _TINY = {"context_dim": 8, "pool_size": 4, "num_importance": 2}
 
 @dataclass
 class AdaptiveOptions:
-    generation: str = "hashed"    # full (Eq. 5) | hashed (Eqs. 6-7)
-    context: str = "gru"          # gru (Eqs. 1-3) | mean | attention-only (Table 4, w/o GRU)
+    generation: str = choice("hashed", GENERATIONS, "full (Eq. 5) or hashed (Eqs. 6-7)")
+    context: str = choice("gru", CONTEXTS, "gru (Eqs. 1-3), or mean / attention-only (Table 4, w/o GRU)")
     context_dim: int = 600        # g
     pool_size: int = 20           # b component filters (hashed)
     num_importance: int = 5       # n importance parameters per filter (hashed)

@@ -37,7 +37,7 @@ from ..data.batching import length_mask
 from ..nn.attentive import MATCHINGS, VARIANTS, AttentiveConv1d
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead, masked_max_pool
-from ..registry import register_model
+from ..registry import choice, register_model
 
 MULTI_CONTEXT = ("context-wise", "context-concat")
 CONTEXT_REPR = ("attconv", "cnn")
@@ -45,20 +45,15 @@ CONTEXT_REPR = ("attconv", "cnn")
 
 @dataclass
 class AttConvConfig:
-    variant: str = "light"               # light (Section 3.1) | advanced (Section 3.2)
-    matching: str = "dot"                # f_e: dot | bilinear | additive
-    multi_context: str = "context-wise"  # several contexts: context-wise | context-concat
-    context_repr: str = "attconv"        # pair / contexts, the context side: attconv | cnn
+    variant: str = choice("light", VARIANTS, "light (Section 3.1) or advanced (Section 3.2)")
+    matching: str = choice("dot", MATCHINGS, "the matching function f_e")
+    multi_context: str = choice("context-wise", MULTI_CONTEXT, "how several contexts are attended")
+    context_repr: str = choice("attconv", CONTEXT_REPR, "pair / contexts: how the context side is represented")
     embed_dim: int = 300                 # rand mode; pretrained vectors bring their own size
     hidden: int = 300                    # filters of the attentive convolution
     width: int = 3                       # filter width
     att_dim: int = 300                   # additive matching only: size of v
     dropout: float = 0.0                 # before the logistic regression (none in the released code)
-
-
-def check_choice(name: str, value: str, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
 
 
 def pair_features(rx: torch.Tensor, ry: torch.Tensor) -> torch.Tensor:
@@ -93,10 +88,6 @@ class AttConv(nn.Module):
 
     def __init__(self, cfg: AttConvConfig, spec):
         super().__init__()
-        check_choice("variant", cfg.variant, VARIANTS)
-        check_choice("matching", cfg.matching, MATCHINGS)
-        check_choice("multi_context", cfg.multi_context, MULTI_CONTEXT)
-        check_choice("context_repr", cfg.context_repr, CONTEXT_REPR)
         self.cfg, self.kind = cfg, spec.kind
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.attconv = AttentiveConv1d(self.embedding.out_dim, cfg.hidden, cfg.width, cfg.matching,

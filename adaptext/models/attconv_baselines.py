@@ -29,8 +29,8 @@ from ..data.batching import length_mask
 from ..nn.attentive import MATCHINGS, Matching, masked_softmax
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead, masked_max_pool
-from ..registry import register_model
-from .attconv import check_choice, join_contexts, pair_features
+from ..registry import choice, register_model
+from .attconv import join_contexts, pair_features
 
 TRAIN = {"optimizer": "adagrad", "lr": 0.01, "batch_size": 50}
 TINY = {"embed_dim": 8, "hidden": 6}
@@ -110,7 +110,7 @@ class NoConvConfig:
     embed_dim: int = 300
     hidden: int = 300
     layers: int = 4               # fully connected layers replacing the convolution
-    matching: str = "dot"
+    matching: str = choice("dot", MATCHINGS, "the matching function f_e")
     att_dim: int = 300            # additive matching only
     dropout: float = 0.0
 
@@ -122,7 +122,6 @@ class NoConvConfig:
 class AttentionNoConv(nn.Module):
     def __init__(self, cfg: NoConvConfig, spec):
         super().__init__()
-        check_choice("matching", cfg.matching, MATCHINGS)
         if cfg.layers < 1:
             raise ValueError("attconv_noconv needs at least one fully connected layer")
         self.kind = spec.kind

@@ -36,7 +36,7 @@ from torch import nn
 from ..nn import ClassifierHead, WordEmbedding, masked_max_pool, masked_mean_pool
 from ..nn.lightconv import LightConvBlock
 from ..nn.qrnn import QRNN
-from ..registry import register_model
+from ..registry import choice, register_model
 
 
 # ------------------------------------------------------------------ QRNN
@@ -50,7 +50,7 @@ class QRNNConfig:
     dense: bool = True            # densely connected layers (Section 3.1)
     dropout: float = 0.3          # between layers
     zoneout: float = 0.0
-    pooling: str = "max"          # max (masked max over time) | last (final state per direction)
+    pooling: str = choice("max", ("max", "last"), "max (masked max over time) or last (final state per direction)")
     head_dropout: float = 0.3
 
 
@@ -62,8 +62,6 @@ class QRNNConfig:
 class QRNNClassifier(nn.Module):
     def __init__(self, cfg: QRNNConfig, spec):
         super().__init__()
-        if cfg.pooling not in ("max", "last"):
-            raise ValueError(f"pooling must be 'max' or 'last', not {cfg.pooling!r}")
         self.pooling, self.bidirectional, self.hidden = cfg.pooling, cfg.bidirectional, cfg.hidden
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.qrnn = QRNN(self.embedding.out_dim, cfg.hidden, cfg.layers, cfg.window, cfg.bidirectional,

@@ -25,7 +25,7 @@ from torch import nn
 
 from ..nn import WordEmbedding
 from ..nn.fcn import CausalConv1d, DilatedStack, GRUHead, MaxPoolHead, StridedHead, make_attention
-from ..registry import register_model
+from ..registry import choice, register_model
 
 ATTENTION = ("none", "scaled-dot", "simplified", "local")
 POOLING = ("max", "gru", "strided")
@@ -40,11 +40,11 @@ class FCNConfig:
     width: int = 7
     layers: int = 9               # dilations 1, 2, ..., 2^(layers - 1)
     dropout: float = 0.1          # spatial dropout in the stack
-    attention: str = "none"       # none | scaled-dot | simplified | local
+    attention: str = choice("none", ATTENTION, "the attention layer after the dilated stack")
     heads: int = 1                # 1 or 8 in the paper
     head_dim: int = 16            # per head, scaled-dot only
     local_width: int = 3          # width of the local attention's causal convolution
-    pooling_head: str = "max"     # max | gru | strided
+    pooling_head: str = choice("max", POOLING, "global max pool, or a GRU / strided convolution head")
     head_hidden: int = 128        # GRU state / strided convolution filters
     strided_layers: int = 2
 
@@ -59,10 +59,6 @@ class FCNConfig:
 class FCN(nn.Module):
     def __init__(self, cfg: FCNConfig, spec):
         super().__init__()
-        if cfg.attention not in ATTENTION:
-            raise ValueError(f"attention must be one of {', '.join(ATTENTION)}, not {cfg.attention!r}")
-        if cfg.pooling_head not in POOLING:
-            raise ValueError(f"pooling_head must be one of {', '.join(POOLING)}, not {cfg.pooling_head!r}")
         C = spec.num_classes
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.causal = CausalConv1d(self.embedding.out_dim, cfg.causal_filters, cfg.causal_width)

@@ -28,8 +28,8 @@ from torch import nn
 
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead
-from ..nn.tree import Dropout, TreeEncoder
-from ..registry import register_model
+from ..nn.tree import FUSIONS, Dropout, TreeEncoder
+from ..registry import choice, register_model
 
 
 @dataclass
@@ -56,7 +56,7 @@ class TGConfig(RecNNConfig):
     # size N_z: with 50, AdaGrad at lr 0.05 blew the row scales d(z) up to |d| ~ 7 and
     # saturated TG-HRecNN at chance level on an SST-2 check; with 16 it trains)
     z_dim: int = 16
-    fusion: str = "concat"          # concat (Eq. 19) | multi (Eq. 21)
+    fusion: str = choice("concat", FUSIONS, "concat (Eq. 19) or multi (Eq. 21)")
     head_gate: bool = True          # Eqs. 17-18
 
 
