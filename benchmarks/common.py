@@ -226,11 +226,12 @@ def merge_docs(docs: list[dict]) -> list[dict]:
 
 
 def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy",), paper: dict | None = None,
-               notes: str = "", default_epochs: int = 20) -> None:
+               notes: str = "", default_epochs: int = 20, argv: list | None = None) -> None:
     """The command line of an accuracy table: every cell (``{"model", "label", **model options}``,
     optionally ``"datasets": (...)`` to restrict it) on every dataset (name -> data options), ``--seeds`` seeds, mean / std / min / max of each metric
     on the test split (or over CV folds). ``--seed S --models a,b --datasets x`` run a slice (for
-    parallel runs), ``--merge files`` pools slices, ``--quick`` checks the script in a minute."""
+    parallel runs), ``--merge files`` pools slices, ``--quick`` checks the script in a minute.
+    ``argv``: the options to read (default sys.argv[1:]; the recorded command is always sys.argv)."""
     import argparse
     ap = argparse.ArgumentParser(description=f"{name}: see the module docstring")
     ap.add_argument("--seeds", type=int, default=3)
@@ -250,7 +251,7 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     ap.add_argument("--note", default="", help="a sentence added to the notes (what was left out and why)")
     ap.add_argument("--notes", default=None, help="with --merge: the notes, in place of the slices' sentences "
                     "(re-merging a merged table whose notes went stale)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     paper = paper or {}
     require_out(a, a.seed or a.quick or a.models or a.datasets != ",".join(datasets))
     if a.merge:

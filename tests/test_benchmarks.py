@@ -134,3 +134,19 @@ def test_a_table_with_every_dataset_missing_fails_instead_of_writing_nothing(tmp
                          env={**os.environ, "ADAPTEXT_DATA": str(tmp_path / "nowhere")})
     assert run.returncode != 0 and not out.exists()
     assert "nothing was run: subj: its training split is not in" in run.stderr and "ADAPTEXT_DATA" in run.stderr
+
+
+
+def test_the_ablation_records_the_command_that_makes_it(tmp_path):
+    """--ablation names the table and stays in the recorded command (it was once dropped before the
+    command was recorded, so the ablation's result file named the main table's command)."""
+    import subprocess
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "ablation.json"
+    run = subprocess.run([sys.executable, str(root / "benchmarks" / "adaptive_table.py"), "--ablation", "--merge",
+                          str(root / "benchmarks" / "results" / "adaptive_ablation.json"), "--out", str(out)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    doc = json.loads(out.read_text())
+    assert doc["benchmark"] == "adaptive_ablation" and " --ablation --merge " in doc["command"]
+    assert {r["variant"] for r in doc["rows"]} >= {"hashed (GRU context)", "hashed (w/o GRU)"}
