@@ -96,11 +96,17 @@ def make_config(name: str, **overrides):
     if unknown:
         raise ValueError(f"{name} has no option {', '.join(unknown)}; its options: {', '.join(sorted(names))}")
     cfg = entry.config(**overrides)
+    check_choices(cfg)
+    return cfg
+
+
+def check_choices(cfg) -> None:
+    """Refuse a value of a ``choice`` field (of a config dataclass instance) outside its choices; a
+    model that branches on such a field calls it too, for a config built without ``make_config``."""
     for f in dataclasses.fields(cfg):
         allowed = f.metadata.get("choices")
         if allowed and getattr(cfg, f.name) not in allowed:
             raise ValueError(f"{f.name} must be one of {', '.join(allowed)}, not {getattr(cfg, f.name)!r}")
-    return cfg
 
 
 def create_model(name: str, *, num_classes: int, vocab_size: int, kind: str | None = None, multilabel: bool = False,

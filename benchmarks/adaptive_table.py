@@ -27,7 +27,7 @@ CELLS = [
 ABLATION = [
     {"model": "ac_cnn", "label": "hashed (GRU context)", "generation": "hashed", "context": "gru", **EMB},
     {"model": "ac_cnn", "label": "hashed (w/o GRU)", "generation": "hashed", "context": "attention-only", **EMB},
-    {"model": "ac_cnn", "label": "hashed (w/o GRU, mean)", "generation": "hashed", "context": "mean", **EMB},
+    {"model": "ac_cnn", "label": "hashed (mean context)", "generation": "hashed", "context": "mean", **EMB},
 ]
 ABLATION_NOTE = (" Table 4's 'w/o GRU': the context vector is the attention of Eqs. 2-3 over the word vectors "
                  "themselves (attention-only); 'mean' averages them (no attention either).")

@@ -259,6 +259,9 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
         return
     wanted = set(filter(None, a.models.split(",")))
     chosen = [c for c in cells if not wanted or c["model"] in wanted or f"{c['model']}:{c['label']}" in wanted]
+    if not chosen:
+        sys.exit(f"{name}: --models {a.models!r} names no cell; the cells: "
+                 + ", ".join(f"{c['model']}:{c['label']}" for c in cells))
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     epochs = a.epochs
     if a.quick:

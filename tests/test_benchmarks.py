@@ -136,7 +136,6 @@ def test_a_table_with_every_dataset_missing_fails_instead_of_writing_nothing(tmp
     assert "nothing was run: subj: its training split is not in" in run.stderr and "ADAPTEXT_DATA" in run.stderr
 
 
-
 def test_the_ablation_records_the_command_that_makes_it(tmp_path):
     """--ablation names the table and stays in the recorded command (it was once dropped before the
     command was recorded, so the ablation's result file named the main table's command)."""
@@ -150,3 +149,13 @@ def test_the_ablation_records_the_command_that_makes_it(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["benchmark"] == "adaptive_ablation" and " --ablation --merge " in doc["command"]
     assert {r["variant"] for r in doc["rows"]} >= {"hashed (GRU context)", "hashed (w/o GRU)"}
+
+
+def test_models_naming_no_cell_is_an_error_not_an_empty_table(tmp_path):
+    import subprocess
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "adaptive_table.py"
+    out = tmp_path / "t.json"
+    run = subprocess.run([sys.executable, str(script), "--ablation", "--models", "ac_cnn:hashed (w/o GRU, mean)",
+                          "--datasets", "trec", "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode != 0 and not out.exists()
+    assert "names no cell; the cells: ac_cnn:hashed (GRU context), ac_cnn:hashed (w/o GRU), " in run.stderr

@@ -1,12 +1,13 @@
 """Every registered model builds by name, runs forward and backward on a tiny real batch,
 and fills the gradient of its trainable parameters (timm's habit)."""
 import dataclasses
+import json
 
 import pytest
 import torch
 
 from adaptext.cli import main
-from adaptext.registry import count_parameters, create_model, get_entry, list_models
+from adaptext.registry import DataSpec, count_parameters, create_model, get_entry, list_models
 
 from conftest import CASE_SIZE, needs_data, registered_case
 
@@ -56,9 +57,17 @@ def test_options_with_a_fixed_set_of_values_are_declared():
 
 
 @pytest.mark.parametrize("name,field,allowed", CHOICES, ids=[f"{n}-{f}" for n, f, _ in CHOICES])
-def test_a_value_outside_an_option_s_choices_is_refused(name, field, allowed, capsys):
+def test_a_value_outside_an_option_s_choices_is_refused(name, field, allowed, tmp_path, capsys):
     with pytest.raises(ValueError, match=f"^{field} must be one of {', '.join(allowed)}, not 'nope'$"):
         create_model(name, num_classes=2, vocab_size=10, **{field: "nope"})
+    entry = get_entry(name)                                 # a model class built without make_config
+    with pytest.raises(ValueError, match=f"{field} must be one of"):
+        entry.cls(entry.config(**{field: "nope"}), DataSpec(2, 10, entry.inputs[0], tag_vocab_size=6))
+    config = tmp_path / "config.json"                       # a config file: refused before any data is read
+    config.write_text(json.dumps({"model": name, field: "nope", "data": str(tmp_path / "absent.csv")}))
+    assert main(["train", "--config", str(config), "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == f"error: {field} must be one of {', '.join(allowed)}, not 'nope'\n"
+    assert not (tmp_path / "run").exists()
     flag = "--" + field.replace("_", "-")
     with pytest.raises(SystemExit) as stop:                 # the command line refuses it before reading data
         main(["train", "--model", name, flag, "nope"])

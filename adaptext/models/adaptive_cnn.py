@@ -43,7 +43,8 @@ _TINY = {"context_dim": 8, "pool_size": 4, "num_importance": 2}
 @dataclass
 class AdaptiveOptions:
     generation: str = choice("hashed", GENERATIONS, "full (Eq. 5) or hashed (Eqs. 6-7)")
-    context: str = choice("gru", CONTEXTS, "gru (Eqs. 1-3), or mean / attention-only (Table 4, w/o GRU)")
+    context: str = choice("gru", CONTEXTS, "gru (Eqs. 1-3); attention-only (Table 4's w/o GRU: Eqs. 2-3 "
+                                                 "over the inputs) or mean")
     context_dim: int = 600        # g
     pool_size: int = 20           # b component filters (hashed)
     num_importance: int = 5       # n importance parameters per filter (hashed)

@@ -37,7 +37,7 @@ from ..data.batching import length_mask
 from ..nn.attentive import MATCHINGS, VARIANTS, AttentiveConv1d
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead, masked_max_pool
-from ..registry import choice, register_model
+from ..registry import check_choices, choice, register_model
 
 MULTI_CONTEXT = ("context-wise", "context-concat")
 CONTEXT_REPR = ("attconv", "cnn")
@@ -88,6 +88,7 @@ class AttConv(nn.Module):
 
     def __init__(self, cfg: AttConvConfig, spec):
         super().__init__()
+        check_choices(cfg)
         self.cfg, self.kind = cfg, spec.kind
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.attconv = AttentiveConv1d(self.embedding.out_dim, cfg.hidden, cfg.width, cfg.matching,

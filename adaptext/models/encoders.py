@@ -36,7 +36,7 @@ from torch import nn
 from ..nn import ClassifierHead, WordEmbedding, masked_max_pool, masked_mean_pool
 from ..nn.lightconv import LightConvBlock
 from ..nn.qrnn import QRNN
-from ..registry import choice, register_model
+from ..registry import check_choices, choice, register_model
 
 
 # ------------------------------------------------------------------ QRNN
@@ -62,6 +62,7 @@ class QRNNConfig:
 class QRNNClassifier(nn.Module):
     def __init__(self, cfg: QRNNConfig, spec):
         super().__init__()
+        check_choices(cfg)
         self.pooling, self.bidirectional, self.hidden = cfg.pooling, cfg.bidirectional, cfg.hidden
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.qrnn = QRNN(self.embedding.out_dim, cfg.hidden, cfg.layers, cfg.window, cfg.bidirectional,

@@ -237,6 +237,8 @@ def resolve(options: dict, file_options: dict | None = None) -> dict:
     for k in model_fields(model):               # JSON turns tuples into lists; YAML writes 3 for (3,)
         cfg[k] = coerce_model_option(k, entry.defaults[k], cfg[k])
     check_model_ranges(model, cfg)
+    from ..registry import make_config
+    make_config(model, **model_options(cfg))        # its choices, before any data is read
     return cfg
 
 
