@@ -284,3 +284,22 @@ def test_densecnn_adaptive_increments_match_table_3():
         ours = paper_size_count("ac_densecnn", gen) - base
         paper = PAPER_PARAMS[("ac_densecnn", gen)] - PAPER_PARAMS[("densecnn", "-")]
         assert abs(ours - paper) / paper < 0.15, (gen, ours, paper)
+
+
+@pytest.mark.parametrize("name,whole,gru_share", [("ac_cnn", 0.0095, 0.53), ("ac_dpcnn", 0.032, 0.56),
+                                                  ("ac_densecnn", 0.034, 0.81)])
+def test_hashed_generation_against_full_generation_parameters(name, whole, gru_share):
+    """The figures the README gives for "hashed costs under 3% of full": whole models, the share
+    of the (shared) GRU context in a hashed model, and the generation parameters alone."""
+    with torch.device("meta"):
+        hashed, full = (create_model(name, num_classes=2, vocab_size=100, generation=g) for g in ("hashed", "full"))
+
+    def count(model, names):
+        return sum(p.numel() for n, p in model.named_parameters() if n.rsplit(".", 1)[-1] in names)
+
+    def gru(model):
+        return sum(p.numel() for n, p in model.named_parameters() if ".fwd." in n or ".bwd." in n)
+    assert count_parameters(hashed) / count_parameters(full) == pytest.approx(whole, abs=0.0005)
+    assert gru(hashed) / count_parameters(hashed) == pytest.approx(gru_share, abs=0.005)
+    assert gru(hashed) == gru(full)                                       # the same context networks
+    assert count(hashed, {"P", "E"}) / count(full, {"W"}) < 0.015          # 0.45%, 1.4%, 0.66%
