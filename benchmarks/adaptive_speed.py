@@ -16,7 +16,8 @@ embeddings, widths 3/4/5 x 100 filters, g = 600, b = 20, n = 5). Rows:
   which shows what the bidirectional GRU (g = 600) costs on its own.
 - layer rows (metric layer_examples_per_s): forward + backward of the three adaptive
   convolutions alone, from a given input and context vector, fast against naive: the fast
-  paths without the GRU that both forms share.
+  paths without the GRU that both forms share; and against layer-static, Kim's three static
+  convolutions alone from the same input: what generating the filters costs, GRU aside.
 
 Targets (issue 4): hashed >= 0.5x kim_cnn; each fast path >= 5x its naive form.
 
@@ -52,8 +53,8 @@ QUICK = dict(embed_dim=32, filters=8, vocab=300, batch=8, lengths=(12, 20), cont
              pool_size=5, num_importance=2, steps=1, repeats=2, naive_steps=1)
 
 
-ROWS = ("kim", "hashed", "full", "hashed-naive", "full-naive", "hashed-attention-only", "layer-hashed",
-        "layer-full")
+ROWS = ("kim", "hashed", "full", "hashed-naive", "full-naive", "hashed-attention-only", "layer-static",
+        "layer-hashed", "layer-full")
 
 
 class NaiveAdaptiveConv1d(AdaptiveConv1d):
@@ -103,12 +104,13 @@ def sync(device) -> None:
 
 
 def layer_examples_per_s(model, B, T, steps, repeats, device) -> list[float]:
-    """Forward + backward of the model's three adaptive convolutions alone (widths 3/4/5),
-    from a given input x [B, D, T] and context c [B, g]: the fast path without the GRU."""
+    """Forward + backward of the model's three convolutions alone (widths 3/4/5), from a given
+    input x [B, D, T] and, for adaptive ones, context c [B, g]: the fast path without the GRU
+    (kim_cnn's static convolutions ignore c)."""
     convs = list(model.features.convs)
     g = torch.Generator().manual_seed(1)
     x = torch.randn(B, convs[0].in_channels, T, generator=g).to(device).requires_grad_(True)
-    c = (torch.randn(B, convs[0].context_dim, generator=g) * 0.1).to(device).requires_grad_(True)
+    c = (torch.randn(B, getattr(convs[0], "context_dim", 1), generator=g) * 0.1).to(device).requires_grad_(True)
 
     def step():
         model.zero_grad(set_to_none=True)
@@ -187,7 +189,9 @@ def main(argv=None):
                 continue
             layer = key.startswith("layer-")
             name, variant = ("kim_cnn", "-") if key == "kim" else ("ac_cnn", key.removeprefix("layer-"))
-            forms = [variant, variant + "-naive"] if layer else [variant]
+            if key == "layer-static":
+                name, variant = "kim_cnn", "static"
+            forms = [variant, variant + "-naive"] if layer and name == "ac_cnn" else [variant]
             for form in forms:
                 model = build(name, form, S, num_classes).to(device)
                 naive = form.endswith("naive")
@@ -208,6 +212,8 @@ def main(argv=None):
                     for r in rows:
                         if (r["length"], r["metric"], r["variant"]) == (T, row["metric"], base[1]):
                             r["speedup_over_naive"] = round(speed[base] / mean, 2)
+                elif name == "ac_cnn" and layer and (True, "static") in speed:
+                    row.update(baseline="kim_cnn static (layer)", ratio=round(mean / speed[(True, "static")], 4))
                 elif name == "ac_cnn" and not layer and (False, "-") in speed:
                     row.update(baseline="kim_cnn", ratio=round(mean / speed[(False, "-")], 4))
                     if form == "hashed":
@@ -224,7 +230,8 @@ def main(argv=None):
              "fast path's speedup_over_naive is its inverse); the naive form loops over the samples, builds "
              "each sample's filters alone and convolves with F.conv1d; both forms compute the GRU context "
              "batched. layer_examples_per_s rows: the three adaptive convolutions alone (forward + backward "
-             "from a given input and context), fast against naive. hashed-attention-only: the w/o-GRU context "
+             "from a given input and context), fast against naive, and the fast paths against kim_cnn's "
+             "three static convolutions alone (static) from the same input. hashed-attention-only: the w/o-GRU context "
              "of Table 4." + quick_note(args.quick))
     path = write("adaptive_speed", rows, notes, args.out, where=machine(device))
     print(f"wrote {path} and {path.with_suffix('.md')}")

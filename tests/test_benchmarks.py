@@ -159,3 +159,23 @@ def test_models_naming_no_cell_is_an_error_not_an_empty_table(tmp_path):
                           "--datasets", "trec", "--out", str(out)], capture_output=True, text=True)
     assert run.returncode != 0 and not out.exists()
     assert "names no cell; the cells: ac_cnn:hashed (GRU context), ac_cnn:hashed (w/o GRU), " in run.stderr
+
+
+def test_adaptive_speed_runs_and_relates_each_row_to_its_baseline(tmp_path):
+    """--quick (tiny sizes) checks the script: adaptive layers against kim_cnn's static layer and
+    their naive forms, whole steps against kim_cnn."""
+    import adaptive_speed
+    out = tmp_path / "speed.json"
+    adaptive_speed.main(["--quick", "--rows", "kim,hashed,layer-static,layer-hashed", "--lengths", "12",
+                         "--out", str(out)])
+    rows = {(r["metric"], r["model"], r["variant"]): r for r in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {("train_examples_per_s", "kim_cnn", "-"), ("train_examples_per_s", "ac_cnn", "hashed"),
+                         ("layer_examples_per_s", "kim_cnn", "static"), ("layer_examples_per_s", "ac_cnn", "hashed"),
+                         ("layer_examples_per_s", "ac_cnn", "hashed-naive")}
+    layer = rows[("layer_examples_per_s", "ac_cnn", "hashed")]
+    static = rows[("layer_examples_per_s", "kim_cnn", "static")]
+    assert layer["baseline"] == "kim_cnn static (layer)"
+    assert layer["ratio"] == pytest.approx(layer["mean"] / static["mean"], rel=1e-3)
+    naive = rows[("layer_examples_per_s", "ac_cnn", "hashed-naive")]
+    assert naive["baseline"] == "ac_cnn hashed (layer)" and layer["speedup_over_naive"] > 0
+    assert rows[("train_examples_per_s", "ac_cnn", "hashed")]["baseline"] == "kim_cnn"
