@@ -125,7 +125,7 @@ class Classifier:
         s = s.strip()
         if s.startswith("("):
             return tree_from_brackets(s, labels_are="labels"), False
-        tokens, limit = Tokenizer(self.encoder.tokenizer.config)(s) or ["<unk>"], self.encoder.max_length
+        tokens, limit = self.encoder.tokens(s) or ["<unk>"], self.encoder.max_length
         cut = bool(limit) and len(tokens) > limit
         return leaf_tree(tokens[:limit] if cut else tokens), cut
 

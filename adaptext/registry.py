@@ -84,9 +84,21 @@ def get_entry(name: str) -> ModelEntry:
 
 
 def choice(default: str, choices, help: str = ""):
-    """A model option that takes one of ``choices`` (a config dataclass field): ``make_config``
-    refuses any other value, and the command line lists them."""
+    """A model option that takes one of ``choices`` (a field of an ``Options`` dataclass): making
+    the config refuses any other value, and the command line lists them."""
     return field(default=default, metadata={"choices": tuple(choices), "help": help})
+
+
+@dataclass
+class Options:
+    """Base of the model configs that have ``choice`` fields: a config made with a value outside
+    a field's choices is refused, however it is made (make_config, a run's config, directly)."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            allowed = f.metadata.get("choices")
+            if allowed and getattr(self, f.name) not in allowed:
+                raise ValueError(f"{f.name} must be one of {', '.join(allowed)}, not {getattr(self, f.name)!r}")
 
 
 def make_config(name: str, **overrides):
@@ -95,18 +107,7 @@ def make_config(name: str, **overrides):
     unknown = sorted(set(overrides) - names)
     if unknown:
         raise ValueError(f"{name} has no option {', '.join(unknown)}; its options: {', '.join(sorted(names))}")
-    cfg = entry.config(**overrides)
-    check_choices(cfg)
-    return cfg
-
-
-def check_choices(cfg) -> None:
-    """Refuse a value of a ``choice`` field (of a config dataclass instance) outside its choices; a
-    model that branches on such a field calls it too, for a config built without ``make_config``."""
-    for f in dataclasses.fields(cfg):
-        allowed = f.metadata.get("choices")
-        if allowed and getattr(cfg, f.name) not in allowed:
-            raise ValueError(f"{f.name} must be one of {', '.join(allowed)}, not {getattr(cfg, f.name)!r}")
+    return entry.config(**overrides)
 
 
 def create_model(name: str, *, num_classes: int, vocab_size: int, kind: str | None = None, multilabel: bool = False,

@@ -188,9 +188,8 @@ def main(argv=None):
             if key not in rows_wanted:
                 continue
             layer = key.startswith("layer-")
-            name, variant = ("kim_cnn", "-") if key == "kim" else ("ac_cnn", key.removeprefix("layer-"))
-            if key == "layer-static":
-                name, variant = "kim_cnn", "static"
+            name, variant = {"kim": ("kim_cnn", "-"), "layer-static": ("kim_cnn", "static")}.get(
+                key, ("ac_cnn", key.removeprefix("layer-")))
             forms = [variant, variant + "-naive"] if layer and name == "ac_cnn" else [variant]
             for form in forms:
                 model = build(name, form, S, num_classes).to(device)

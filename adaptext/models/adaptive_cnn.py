@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..nn.adaptive import CONTEXTS, GENERATIONS, AdaptiveConvFactory
-from ..registry import choice, register_model
+from ..registry import Options, choice, register_model
 from .densecnn import DenseCNN, DenseCNNConfig
 from .dpcnn import DPCNN, DPCNNConfig
 from .kim_cnn import KimCNN, KimCNNConfig
@@ -41,7 +41,7 @@ _TINY = {"context_dim": 8, "pool_size": 4, "num_importance": 2}
 
 
 @dataclass
-class AdaptiveOptions:
+class AdaptiveOptions(Options):
     generation: str = choice("hashed", GENERATIONS, "full (Eq. 5) or hashed (Eqs. 6-7)")
     context: str = choice("gru", CONTEXTS, "gru (Eqs. 1-3); attention-only (Table 4's w/o GRU: Eqs. 2-3 "
                                                  "over the inputs) or mean")

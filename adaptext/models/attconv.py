@@ -37,14 +37,14 @@ from ..data.batching import length_mask
 from ..nn.attentive import MATCHINGS, VARIANTS, AttentiveConv1d
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead, masked_max_pool
-from ..registry import check_choices, choice, register_model
+from ..registry import Options, choice, register_model
 
 MULTI_CONTEXT = ("context-wise", "context-concat")
 CONTEXT_REPR = ("attconv", "cnn")
 
 
 @dataclass
-class AttConvConfig:
+class AttConvConfig(Options):
     variant: str = choice("light", VARIANTS, "light (Section 3.1) or advanced (Section 3.2)")
     matching: str = choice("dot", MATCHINGS, "the matching function f_e")
     multi_context: str = choice("context-wise", MULTI_CONTEXT, "how several contexts are attended")
@@ -88,7 +88,6 @@ class AttConv(nn.Module):
 
     def __init__(self, cfg: AttConvConfig, spec):
         super().__init__()
-        check_choices(cfg)
         self.cfg, self.kind = cfg, spec.kind
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.attconv = AttentiveConv1d(self.embedding.out_dim, cfg.hidden, cfg.width, cfg.matching,

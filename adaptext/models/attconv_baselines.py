@@ -29,7 +29,7 @@ from ..data.batching import length_mask
 from ..nn.attentive import MATCHINGS, Matching, masked_softmax
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead, masked_max_pool
-from ..registry import check_choices, choice, register_model
+from ..registry import Options, choice, register_model
 from .attconv import join_contexts, pair_features
 
 TRAIN = {"optimizer": "adagrad", "lr": 0.01, "batch_size": 50}
@@ -106,7 +106,7 @@ class SiameseCNN(nn.Module):
 
 # ---------------------------------------------------------------- w/o convolution
 @dataclass
-class NoConvConfig:
+class NoConvConfig(Options):
     embed_dim: int = 300
     hidden: int = 300
     layers: int = 4               # fully connected layers replacing the convolution
@@ -122,7 +122,6 @@ class NoConvConfig:
 class AttentionNoConv(nn.Module):
     def __init__(self, cfg: NoConvConfig, spec):
         super().__init__()
-        check_choices(cfg)
         if cfg.layers < 1:
             raise ValueError("attconv_noconv needs at least one fully connected layer")
         self.kind = spec.kind

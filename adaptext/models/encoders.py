@@ -36,12 +36,12 @@ from torch import nn
 from ..nn import ClassifierHead, WordEmbedding, masked_max_pool, masked_mean_pool
 from ..nn.lightconv import LightConvBlock
 from ..nn.qrnn import QRNN
-from ..registry import check_choices, choice, register_model
+from ..registry import Options, choice, register_model
 
 
 # ------------------------------------------------------------------ QRNN
 @dataclass
-class QRNNConfig:
+class QRNNConfig(Options):
     embed_dim: int = 300
     hidden: int = 256
     layers: int = 4
@@ -62,7 +62,6 @@ class QRNNConfig:
 class QRNNClassifier(nn.Module):
     def __init__(self, cfg: QRNNConfig, spec):
         super().__init__()
-        check_choices(cfg)
         self.pooling, self.bidirectional, self.hidden = cfg.pooling, cfg.bidirectional, cfg.hidden
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.qrnn = QRNN(self.embedding.out_dim, cfg.hidden, cfg.layers, cfg.window, cfg.bidirectional,

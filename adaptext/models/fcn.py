@@ -25,14 +25,14 @@ from torch import nn
 
 from ..nn import WordEmbedding
 from ..nn.fcn import CausalConv1d, DilatedStack, GRUHead, MaxPoolHead, StridedHead, make_attention
-from ..registry import check_choices, choice, register_model
+from ..registry import Options, choice, register_model
 
 ATTENTION = ("none", "scaled-dot", "simplified", "local")
 POOLING = ("max", "gru", "strided")
 
 
 @dataclass
-class FCNConfig:
+class FCNConfig(Options):
     embed_dim: int = 16           # character embedding
     causal_filters: int = 128
     causal_width: int = 3
@@ -59,7 +59,6 @@ class FCNConfig:
 class FCN(nn.Module):
     def __init__(self, cfg: FCNConfig, spec):
         super().__init__()
-        check_choices(cfg)
         C = spec.num_classes
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.causal = CausalConv1d(self.embedding.out_dim, cfg.causal_filters, cfg.causal_width)

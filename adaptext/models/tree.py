@@ -29,7 +29,7 @@ from torch import nn
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead
 from ..nn.tree import FUSIONS, Dropout, TreeEncoder
-from ..registry import choice, register_model
+from ..registry import Options, choice, register_model
 
 
 @dataclass
@@ -48,7 +48,7 @@ class TreeLSTMConfig(RecNNConfig):
 
 
 @dataclass
-class TGConfig(RecNNConfig):
+class TGConfig(RecNNConfig, Options):
     tag_dim: int = 50
     hyper_hidden: int = 50
     hyper_input: int = 100

@@ -238,7 +238,7 @@ def resolve(options: dict, file_options: dict | None = None) -> dict:
         cfg[k] = coerce_model_option(k, entry.defaults[k], cfg[k])
     check_model_ranges(model, cfg)
     from ..registry import make_config
-    make_config(model, **model_options(cfg))        # its choices, before any data is read
+    make_config(model, **model_options(cfg))        # refuses a value outside a field's choices, before any data is read
     return cfg
 
 
