@@ -97,7 +97,7 @@ def cmd_train(argv) -> int:
     args = _train_parser(model or "kim_cnn").parse_args(argv)
     opts = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
     from .training.run import train_run
-    metrics = train_run(opts, file_opts, log=lambda m: print(m, file=sys.stderr))
+    metrics = train_run(opts, file_opts, log=lambda m: print(m, file=sys.stderr), config_file=known.config)
     if metrics:
         print(json.dumps(_summary(metrics), indent=2))
     return 0

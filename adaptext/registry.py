@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .data.errors import OptionError
 from .data.examples import KINDS
 
 
@@ -98,7 +99,7 @@ class Options:
         for f in dataclasses.fields(self):
             allowed = f.metadata.get("choices")
             if allowed and getattr(self, f.name) not in allowed:
-                raise ValueError(f"{f.name} must be one of {', '.join(allowed)}, not {getattr(self, f.name)!r}")
+                raise OptionError(f.name, f"{f.name} must be one of {', '.join(allowed)}, not {getattr(self, f.name)!r}")
 
 
 def make_config(name: str, **overrides):

@@ -66,7 +66,7 @@ def test_a_value_outside_an_option_s_choices_is_refused(name, field, allowed, tm
     config = tmp_path / "config.json"                       # a config file: refused before any data is read
     config.write_text(json.dumps({"model": name, field: "nope", "data": str(tmp_path / "absent.csv")}))
     assert main(["train", "--config", str(config), "--out", str(tmp_path / "run")]) == 2
-    assert capsys.readouterr().err == f"error: {field} must be one of {', '.join(allowed)}, not 'nope'\n"
+    assert capsys.readouterr().err == f"error: {config}:1: {field} must be one of {', '.join(allowed)}, not 'nope'\n"
     assert not (tmp_path / "run").exists()
     flag = "--" + field.replace("_", "-")
     with pytest.raises(SystemExit) as stop:                 # the command line refuses it before reading data

@@ -58,7 +58,15 @@ def test_config_json_reproduces_the_run(demo_run, tmp_path, capsys):
     ("c.yaml", "model: kim_cnn\n  epochs: [1\n", "c.yaml:2: invalid YAML (mapping values are not allowed here)"),
     ("c.json", '{"model": "kim_cnn",}', "c.json:1: invalid JSON (Expecting property name enclosed in double quotes"),
     ("c.json", "[1, 2]", "c.json: a config file must hold one mapping of options"),
-    ("none.yaml", None, "none.yaml: no such config file")])
+    ("none.yaml", None, "none.yaml: no such config file"),
+    # a value the file sets that its option refuses: at the line that sets it, before any data is read
+    ("c.yaml", "model: ac_cnn\ndata: absent.csv\ngeneration: hashed\ncontext: nope\n",
+     "c.yaml:4: context must be one of gru, mean, attention-only, not 'nope'"),
+    ("c.yaml", "model: ac_cnn\nepochs: 2\nbatch-size: 0\n", "c.yaml:3: batch_size must be at least 1, not 0"),
+    ("c.json", '{\n  "model": "kim_cnn",\n  "data": "absent.csv",\n  "widths": [3, 0]\n}',
+     "c.json:4: widths must be one or more numbers of at least 1, not 3,0"),
+    ("c.json", '{"model": "kim_cnn", "filters": "many"}', "c.json:1: filters must be a whole number, not 'many'"),
+    ("c.yaml", "model: kim_cnn\nepochs: 2\nheads: 8\n", "c.yaml:3: unknown option(s) heads for model kim_cnn")])
 def test_bad_config_file_is_one_line_naming_file_and_line(tmp_path, capsys, name, text, expect):
     f = tmp_path / name
     if text is not None:
@@ -66,6 +74,13 @@ def test_bad_config_file_is_one_line_naming_file_and_line(tmp_path, capsys, name
     assert main(["train", "--config", str(f)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {tmp_path}/{expect}") and err.count("\n") == 1, err
+
+
+def test_a_command_line_value_is_not_blamed_on_the_config_file(tmp_path, capsys):
+    f = tmp_path / "c.yaml"
+    f.write_text("model: kim_cnn\nbatch_size: 0\nfilters: 4\n")
+    assert main(["train", "--config", str(f), "--filters", "0", "--batch-size", "8"]) == 2
+    assert capsys.readouterr().err == "error: filters must be at least 1, not 0\n"   # the file's 0 batch size is overridden
 
 
 @pytest.mark.parametrize("argv,expect", [

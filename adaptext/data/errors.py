@@ -11,6 +11,15 @@ class DataError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
+class OptionError(ValueError):
+    """An option's value refused (out of range, not one of its choices, not a number). ``key``
+    names the option, so a value that came from a ``--config`` file can be reported at its line."""
+
+    def __init__(self, key: str, problem: str):
+        self.key = key
+        super().__init__(problem)
+
+
 class MissingResource(RuntimeError):
     """An optional package or data file that a feature needs is not installed (an extra, a
     tagger's model). ``str(err)`` says what to install; the CLI prints it and exits 2."""

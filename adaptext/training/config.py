@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
+
+from ..data.errors import DataError, OptionError
 
 RUN_DEFAULTS: dict = {
     # what to train
@@ -62,11 +65,11 @@ def check_ranges(cfg: dict) -> None:
     ``epochs -1`` as 'train for ever', a batch size of 0 divides by zero)."""
     for k, lo in LOWEST.items():
         if cfg.get(k) is not None and cfg[k] < lo:
-            raise ValueError(f"{k} must be at least {lo}, not {cfg[k]!r}")
+            raise OptionError(k, f"{k} must be at least {lo}, not {cfg[k]!r}")
     if cfg.get("lr") is not None and not cfg["lr"] > 0:
-        raise ValueError(f"lr must be above 0, not {cfg['lr']!r}")
+        raise OptionError("lr", f"lr must be above 0, not {cfg['lr']!r}")
     if cfg.get("cv") == 1:
-        raise ValueError("cv must be 0 (a held-out test split) or at least 2 folds, not 1")
+        raise OptionError("cv", "cv must be 0 (a held-out test split) or at least 2 folds, not 1")
 
 
 HELP = {
@@ -173,7 +176,7 @@ def coerce_model_option(key: str, default, value):
         names = {int: "whole numbers", float: "numbers"}
         kind = f"comma-separated {names[type(default[0]) if default else int]}" if isinstance(default, tuple) \
             else {int: "a whole number", float: "a number"}[type(default)]
-        raise ValueError(f"{key} must be {kind}, not {given!r}") from None
+        raise OptionError(key, f"{key} must be {kind}, not {given!r}") from None
 
 
 def check_model_ranges(model: str, cfg: dict) -> None:
@@ -188,14 +191,14 @@ def check_model_ranges(model: str, cfg: dict) -> None:
             continue
         least = 0 if k in ZERO_MEANS_OFF else 1
         if isinstance(default, int) and default > 0 and v < least:
-            raise ValueError(f"{k} must be at least {least}, not {v!r}")
+            raise OptionError(k, f"{k} must be at least {least}, not {v!r}")
         if isinstance(default, tuple) and default and all(isinstance(x, int) for x in default) \
                 and (not v or any(x < 1 for x in v)):
-            raise ValueError(f"{k} must be one or more numbers of at least 1, not {','.join(map(str, v)) or 'none'}")
+            raise OptionError(k, f"{k} must be one or more numbers of at least 1, not {','.join(map(str, v)) or 'none'}")
         if k in RATES and not 0 <= v < 1:
-            raise ValueError(f"{k} must be in [0, 1), not {v!r}")
+            raise OptionError(k, f"{k} must be in [0, 1), not {v!r}")
         if k == "max_norm" and v < 0:
-            raise ValueError(f"max_norm must be at least 0 (0: no constraint), not {v!r}")
+            raise OptionError(k, f"max_norm must be at least 0 (0: no constraint), not {v!r}")
 
 
 def check_new_run(cfg: dict) -> None:
@@ -210,8 +213,9 @@ def model_fields(model: str) -> dict:
     return {f.name: f for f in dataclasses.fields(get_entry(model).config)}
 
 
-def resolve(options: dict, file_options: dict | None = None) -> dict:
-    """Merge defaults, the model's training defaults, a config file and explicit options."""
+def resolve(options: dict, file_options: dict | None = None, source=None) -> dict:
+    """Merge defaults, the model's training defaults, a config file and explicit options. A value
+    refused that came from the file (``source``, when given) is a ``DataError`` naming its line."""
     file_options = file_options or {}
     model = options.get("model") or file_options.get("model") or RUN_DEFAULTS["model"]
     from ..registry import get_entry
@@ -224,13 +228,31 @@ def resolve(options: dict, file_options: dict | None = None) -> dict:
             if v is not None:
                 cfg[k] = v
     cfg["model"] = model
-    known = set(RUN_DEFAULTS) | set(entry.defaults)
-    unknown = sorted(set(cfg) - known)
+
+    def from_file(key: str) -> bool:
+        return source is not None and key in file_options and options.get(key) is None
+
+    unknown = sorted(set(cfg) - set(RUN_DEFAULTS) - set(entry.defaults))
     if unknown:
-        raise ValueError(f"unknown option(s) {', '.join(unknown)} for model {model}")
+        problem = f"unknown option(s) {', '.join(unknown)} for model {model}"
+        if all(from_file(k) for k in unknown):
+            raise DataError(source, _line_of(source, unknown[0]), problem)
+        raise ValueError(problem)
+    try:
+        _check(model, entry, cfg)
+    except OptionError as e:
+        if from_file(e.key):
+            raise DataError(source, _line_of(source, e.key), str(e)) from None
+        raise
+    return cfg
+
+
+def _check(model: str, entry, cfg: dict) -> None:
+    """Refuse a value outside its choices or range, before any data is read; model options are
+    brought to their field's type on the way."""
     for k, allowed in CHOICES.items():
         if cfg.get(k) is not None and cfg[k] not in allowed:
-            raise ValueError(f"{k} must be one of {', '.join(allowed)}, not {cfg[k]!r}")
+            raise OptionError(k, f"{k} must be one of {', '.join(allowed)}, not {cfg[k]!r}")
     check_ranges(cfg)
     if cfg["embedding_mode"] is None:
         cfg["embedding_mode"] = "non-static" if cfg["embeddings"] else "rand"
@@ -238,8 +260,17 @@ def resolve(options: dict, file_options: dict | None = None) -> dict:
         cfg[k] = coerce_model_option(k, entry.defaults[k], cfg[k])
     check_model_ranges(model, cfg)
     from ..registry import make_config
-    make_config(model, **model_options(cfg))        # refuses a value outside a field's choices, before any data is read
-    return cfg
+    make_config(model, **model_options(cfg))        # refuses a value outside a field's choices
+
+
+def _line_of(path, key: str) -> int | None:
+    """The line of a config file (JSON or YAML) that sets ``key`` (written with _ or -), if one does."""
+    names = "|".join(re.escape(k) for k in {key, key.replace("_", "-")})
+    pattern = re.compile(rf"""(?:^|[\s{{,])["']?(?:{names})["']?\s*:""")
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if pattern.search(line):
+            return i
+    return None
 
 
 def model_options(cfg: dict) -> dict:

@@ -343,8 +343,9 @@ def default_out(cfg) -> Path:
     return Path("runs") / f"{cfg['model']}-{name}-seed{cfg['seed']}"
 
 
-def train_run(options: dict, file_options: dict | None = None, log=print) -> dict:
-    """Train (or resume) a run and return its metrics. ``options`` uses the CLI's keys."""
+def train_run(options: dict, file_options: dict | None = None, log=print, config_file=None) -> dict:
+    """Train (or resume) a run and return its metrics. ``options`` uses the CLI's keys;
+    ``file_options`` were read from ``config_file`` (named in errors about its values)."""
     resume = options.get("resume")
     if resume:
         out = Path(resume)
@@ -367,10 +368,10 @@ def train_run(options: dict, file_options: dict | None = None, log=print) -> dic
             raise DataError(out, None, "the run has finished and its resume state was removed (train with "
                                        "--keep-checkpoints to keep it); to train on, start a new run: --config "
                                        f"{out / 'config.json'} --epochs N --out NEW_DIR")
-        cfg = resolve({k: v for k, v in options.items() if k in RESUME_MAY_CHANGE}, saved)
+        cfg = resolve({k: v for k, v in options.items() if k in RESUME_MAY_CHANGE}, saved, out / "config.json")
         cfg["resume"] = None
     else:
-        cfg = resolve(options, file_options)
+        cfg = resolve(options, file_options, config_file)
         check_new_run(cfg)
         for k in PATH_KEYS:                                  # --config RUN/config.json works from anywhere
             if k != "out" and cfg[k] and Path(cfg[k]).exists():
