@@ -33,7 +33,7 @@ class Classifier:
             if not (run / name).exists():
                 hint = " (a cross-validation run: load one of its fold-k directories)" if (run / "fold-1").exists() else ""
                 raise DataError(run / name, None, f"missing: not a finished run directory{hint}")
-        cfg = resolve({}, read_json(run / "config.json"))
+        cfg = resolve({}, read_json(run / "config.json"), run / "config.json")
         voc = read_json(run / "vocab.json")
         labels = LabelMap.from_dict(read_json(run / "labels.json"))
         vocab = Vocab(voc["tokens"])

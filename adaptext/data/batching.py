@@ -173,7 +173,7 @@ class Encoder:
                     item.contexts = [e for e, _ in enc]
                     item.truncated |= any(c for _, c in enc)
             else:
-                item.tree, item.truncated = self._tree(ex.tree), getattr(ex, "truncated", False)
+                item.tree, item.truncated = self._tree(ex.tree), ex.truncated
                 if kind == "tree_pair":
                     item.pair_tree = self._tree(ex.pair)
             self.truncated += item.truncated
