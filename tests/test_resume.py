@@ -12,7 +12,8 @@ import pytest
 
 from adaptext.training.checkpoint import load_tree
 
-ARGS = ["--epochs", "3", "--checkpoint-every", "15", "--no-progress", "--seed", "3", "--filters", "20",
+EVERY = 15
+ARGS = ["--epochs", "3", "--checkpoint-every", str(EVERY), "--no-progress", "--seed", "3", "--filters", "20",
         "--embed-dim", "40", "--max-length", "30"]
 
 
@@ -33,15 +34,18 @@ def test_killed_mid_epoch_and_resumed_matches_uninterrupted(tmp_path):
     step, before = 0, 0.0
     while time.time() < deadline and proc.poll() is None:
         if last.exists():
+            os.kill(proc.pid, signal.SIGSTOP)          # the run cannot move on while its checkpoint is read
             try:
                 ck = load_tree(last)
                 step, batches = ck["global_step"], ck["adaptext"]["batches_done"]
                 before = ck["adaptext"]["seconds"]
-                # kill in the third epoch, between two step checkpoints
-                if ck["epoch"] == 2 and 0 < batches < ck["adaptext"]["train_loader_len"]:
+                # kill in the third epoch, between two step checkpoints: with another step checkpoint still
+                # due in this epoch, the stopped run has not reached the epoch's end (no third log line yet)
+                if ck["epoch"] == 2 and 0 < batches <= ck["adaptext"]["train_loader_len"] - EVERY:
                     break
             except Exception:
                 pass
+            os.kill(proc.pid, signal.SIGCONT)
         time.sleep(0.2)
     assert proc.poll() is None, "the run finished before it could be killed mid-epoch"
     os.kill(proc.pid, signal.SIGKILL)
