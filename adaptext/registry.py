@@ -56,6 +56,8 @@ def register_model(name: str, *, config: type, inputs=("text",), tokenizer: str 
     for k in inputs:
         if k not in KINDS:
             raise ValueError(f"unknown input kind {k!r}")
+    if not issubclass(config, Options) and any("choices" in f.metadata for f in dataclasses.fields(config)):
+        raise TypeError(f"{config.__name__} has choice fields, so it must derive from Options (which checks them)")
 
     def deco(cls):
         if name in _REGISTRY:

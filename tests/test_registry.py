@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from adaptext.cli import main
-from adaptext.registry import DataSpec, count_parameters, create_model, get_entry, list_models
+from adaptext.registry import (DataSpec, Options, choice, count_parameters, create_model, get_entry, list_models,
+                               register_model)
 
 from conftest import CASE_SIZE, needs_data, registered_case
 
@@ -73,3 +74,20 @@ def test_a_value_outside_an_option_s_choices_is_refused(name, field, allowed, tm
         main(["train", "--model", name, flag, "nope"])
     assert stop.value.code == 2
     assert f"argument {flag}: invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_a_config_with_choice_fields_must_derive_from_options():
+    @dataclasses.dataclass
+    class Unchecked:                       # its choices would go unchecked: registering it is refused
+        pooling: str = choice("max", ("max", "mean"))
+
+    with pytest.raises(TypeError, match="Unchecked has choice fields, so it must derive from Options"):
+        register_model("unchecked_choices", config=Unchecked)(type("M", (), {}))
+
+    @dataclasses.dataclass
+    class Checked(Options):
+        pooling: str = choice("max", ("max", "mean"))
+
+    with pytest.raises(ValueError, match="pooling must be one of max, mean, not 'sum'"):
+        Checked(pooling="sum")
+    assert "unchecked_choices" not in list_models()
