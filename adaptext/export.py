@@ -37,11 +37,18 @@ import torch
 from torch import nn
 
 from .data.batching import Batch
-from .data.errors import DataError, MissingResource
+from .data.errors import DataError, MissingResource, UsageError
+from .runs.files import write_atomic
+from .runs.inputs import as_input_list
+from .runs.pipeline import logits_of, probabilities
 
 INPUTS = {"text": ("text", "lengths"), "pair": ("text", "lengths", "pair", "pair_lengths"),
           "contexts": ("text", "lengths", "contexts", "context_lengths")}
 TOLERANCE = 1e-4
+
+
+class ExportCheckFailed(RuntimeError):
+    """The exported graph's outputs differ from PyTorch's beyond ``TOLERANCE``; nothing is written."""
 
 
 class ExportGraph(nn.Module):
@@ -51,19 +58,12 @@ class ExportGraph(nn.Module):
     def __init__(self, model: nn.Module, kind: str, multilabel: bool):
         super().__init__()
         if kind not in INPUTS:
-            raise ValueError(f"{kind} models cannot be exported to ONNX: they read a parse per text")
+            raise UsageError(f"{kind} models cannot be exported to ONNX: they read a parse per text")
         self.model, self.kind, self.multilabel = model.eval(), kind, multilabel
 
     def forward(self, text, lengths, second=None, second_lengths=None):
-        batch = Batch(index=lengths, text=text, lengths=lengths)
-        if self.kind == "pair":
-            batch.pair, batch.pair_lengths = second, second_lengths
-        elif self.kind == "contexts":
-            batch.contexts, batch.context_lengths = second, second_lengths
-        out = self.model(batch)
-        logits = out["logits"] if isinstance(out, dict) else out
-        probs = torch.sigmoid(logits) if self.multilabel else torch.softmax(logits, dim=-1)
-        return logits, probs
+        logits = logits_of(self.model(Batch.of_ids(self.kind, text, lengths, second, second_lengths)))
+        return logits, probabilities(logits, self.multilabel)
 
 
 def sample_inputs(kind: str, vocab_size: int, min_length: int, length: int | None, batch: int = 4,
@@ -126,7 +126,7 @@ def _free_length(value_info) -> bool:
 def graph_min_length(model) -> int:
     """The fewest positions a batch of the graph holds: the widest filter, and at least 2
     (the graph is traced for lengths from 2; padding never changes a text's output)."""
-    return max(2, getattr(model, "min_length", 1))
+    return max(2, model.min_length)
 
 
 def graph_inputs(clf, inputs, length: int | None = None) -> dict:
@@ -134,11 +134,10 @@ def graph_inputs(clf, inputs, length: int | None = None) -> dict:
     for pair and context models), encoded as ``clf`` (``adaptext.load(RUN_DIR)``) encodes them;
     ``length``: padded or truncated to the N positions of a ``--length N`` export (texts
     longer than N are cut, as ``max_length`` cuts them in ``predict``)."""
-    from .api import as_input_list
     inputs = as_input_list(inputs)
     if not inputs:
-        raise ValueError("no inputs: give a list of one or more")
-    batch = clf.collate(clf._items(inputs))
+        raise UsageError("no inputs: give a list of one or more")
+    batch = clf.collate(clf.pipeline.items(inputs))
     fields = {"text": (batch.text, batch.lengths), "pair": (batch.pair, batch.pair_lengths),
               "contexts": (batch.contexts, batch.context_lengths)}
     out = {}
@@ -167,7 +166,7 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
     name = type(model).__name__
     min_length = graph_min_length(model)
     if length is not None and length < min_length:
-        raise ValueError(f"--length {length} is shorter than the model's widest filter ({min_length})")
+        raise UsageError(f"--length {length} is shorter than the model's widest filter ({min_length})")
     graph = ExportGraph(model, kind, multilabel).eval()
     names = INPUTS[kind]
     quiet = logging.getLogger("torch.onnx")
@@ -188,7 +187,7 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
         quiet.setLevel(level)
     if length is None and not all(_free_length(i) for i in program.model_proto.graph.input
                                   if not i.name.endswith("lengths")):
-        raise ValueError(f"{name} unrolls a loop over the text length, so its graph needs one length: export "
+        raise UsageError(f"{name} unrolls a loop over the text length, so its graph needs one length: export "
                          f"with --length N (every text padded or truncated to N)")
     path = Path(path)
     unchecked = path.with_name(path.name + ".unchecked")
@@ -208,7 +207,7 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
             diff_logits = max(diff_logits, float(((torch.from_numpy(got[0]) - want[0]).abs()
                                                   / want[0].abs().clamp_min(1.0)).max()))
         if not (diff <= TOLERANCE and diff_logits <= TOLERANCE):
-            raise RuntimeError(f"the exported graph differs from PyTorch by {diff:.2e} in probabilities and "
+            raise ExportCheckFailed(f"the exported graph differs from PyTorch by {diff:.2e} in probabilities and "
                                f"{diff_logits:.2e} in logits (relative; more than {TOLERANCE:g}): not written")
         unchecked.replace(path)
     finally:                                   # a graph that failed (or could not run) its check is not kept
@@ -222,7 +221,6 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
 def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = None, log=print) -> dict:
     """Export the run in ``run_dir`` to ``out_dir`` (see the module docstring); its manifest."""
     from .api import Classifier
-    from .training.rundir import write_atomic
     run, out = Path(run_dir), Path(out_dir)
     clf = Classifier.load(run)
     if clf.kind not in INPUTS:
@@ -244,7 +242,7 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
         "inputs": list(INPUTS[clf.kind]), "outputs": ["logits", "probs"],
         "probabilities": "sigmoid" if clf.labels.multilabel else "softmax",
         "length": length, "max_length": clf.config["max_length"],
-        "fixed_length": getattr(clf.model, "fixed_length", 0) or None,
+        "fixed_length": clf.model.fixed_length or None,
         "encoding": "tokenise with vocab.json's tokenizer settings; ids from its tokens (else 1, <unk>); cut at "
                     "max_length (and fixed_length, length when set); an empty text is one <unk> (an empty pair or context has length 0); pad with 0 to the "
                     "batch's longest text and at least min_length positions (exactly length when set)",

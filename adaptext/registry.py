@@ -1,10 +1,10 @@
 """One registry for every model: ``@register_model("name", config=Cfg)`` on the class,
 ``create_model(name, num_classes=..., vocab_size=..., **config)`` to build it.
 
-A model class takes ``(config, spec)``: its config dataclass (the paper's defaults) and
-a ``DataSpec`` describing the data (vocabulary, classes, tags, pretrained vectors).
-Its ``forward(batch)`` returns logits [B, C] (or a dict with ``logits`` and, for tree
-models trained on every labelled node, ``node_logits`` [N, C]).
+A model is a ``TextClassifier``: built from ``(config, spec)``, its config dataclass (the
+paper's defaults) and a ``DataSpec`` describing the data (vocabulary, classes, tags,
+pretrained vectors). Its ``forward(batch)`` returns logits [B, C] (or a dict with ``logits``
+and, for tree models trained on every labelled node, ``node_logits`` [N, C]).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .data.errors import OptionError
+from .data.errors import OptionError, UnknownModel, UsageError
 from .data.examples import KINDS
 
 
@@ -29,6 +29,32 @@ class DataSpec:
     embedding_mode: str = "rand"                # rand | static | non-static | multichannel
 
 
+class TextClassifier(torch.nn.Module):
+    """What the training engine, the inference pipeline and export ask of every model.
+
+    ``min_length``: the fewest positions a batch must hold (the widest filter of a narrow
+    convolution); ``fixed_length``: positions every text is padded or cut to (0: free);
+    ``apply_constraints()``: runs after each optimiser step (Kim's max-norm); ``explain(batch)``:
+    a model that can show its attention overrides it (``explains`` is then true)."""
+
+    min_length: int = 1
+    fixed_length: int = 0
+
+    def __init__(self, config, spec: DataSpec):
+        super().__init__()
+        self.config, self.spec = config, spec
+
+    def apply_constraints(self) -> None:
+        pass
+
+    def explain(self, batch) -> dict:
+        raise NotImplementedError(f"{type(self).__name__} has no attention to show")
+
+    @property
+    def explains(self) -> bool:
+        return type(self).explain is not TextClassifier.explain
+
+
 @dataclass
 class ModelEntry:
     name: str
@@ -41,6 +67,7 @@ class ModelEntry:
     train_defaults: dict = field(default_factory=dict)
     test_config: dict = field(default_factory=dict)   # a tiny size for the registry-wide test
     needs_tags: bool = False   # trees need POS / phrase tags (adaptext.data.tags adds them)
+    paper_params: dict = field(default_factory=dict)   # variant ("-" or a generation) -> millions, as published
 
     @property
     def defaults(self) -> dict:
@@ -52,20 +79,26 @@ _REGISTRY: dict[str, ModelEntry] = {}
 
 def register_model(name: str, *, config: type, inputs=("text",), tokenizer: str = "word", description: str = "",
                    paper: str = "", train_defaults: dict | None = None, test_config: dict | None = None,
-                   needs_tags: bool = False):
+                   needs_tags: bool = False, paper_params: dict | None = None):
     for k in inputs:
         if k not in KINDS:
             raise ValueError(f"unknown input kind {k!r}")
     if not issubclass(config, Options) and any("choices" in f.metadata for f in dataclasses.fields(config)):
         raise TypeError(f"{config.__name__} has choice fields, so it must derive from Options (which checks them)")
+    from .runs.options import OPTIONS
+    shadowed = sorted({f.name for f in dataclasses.fields(config)} & (set(OPTIONS) | {"model"}))
+    if shadowed:
+        raise TypeError(f"{config.__name__} field(s) {', '.join(shadowed)} would shadow run options of that name")
 
     def deco(cls):
         if name in _REGISTRY:
             raise ValueError(f"model {name!r} registered twice")
+        if not issubclass(cls, TextClassifier):
+            raise TypeError(f"{cls.__name__} must derive from adaptext.registry.TextClassifier")
         _REGISTRY[name] = ModelEntry(name, cls, config, tuple(inputs), tokenizer,
                                      description or (cls.__doc__ or "").strip().split("\n")[0], paper,
-                                     dict(train_defaults or {}), dict(test_config or {}), needs_tags)
-        cls.registry_name = name
+                                     dict(train_defaults or {}), dict(test_config or {}), needs_tags,
+                                     dict(paper_params or {}))
         return cls
     return deco
 
@@ -82,7 +115,7 @@ def list_models() -> list[str]:
 def get_entry(name: str) -> ModelEntry:
     _load_all()
     if name not in _REGISTRY:
-        raise KeyError(f"unknown model {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
+        raise UnknownModel(f"unknown model {name!r}; registered: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]
 
 
@@ -109,23 +142,21 @@ def make_config(name: str, **overrides):
     names = {f.name for f in dataclasses.fields(entry.config)}
     unknown = sorted(set(overrides) - names)
     if unknown:
-        raise ValueError(f"{name} has no option {', '.join(unknown)}; its options: {', '.join(sorted(names))}")
+        raise UsageError(f"{name} has no option {', '.join(unknown)}; its options: {', '.join(sorted(names))}")
     return entry.config(**overrides)
 
 
 def create_model(name: str, *, num_classes: int, vocab_size: int, kind: str | None = None, multilabel: bool = False,
                  tag_vocab_size: int = 0, embeddings: torch.Tensor | None = None, embedding_mode: str = "rand",
-                 **config) -> torch.nn.Module:
+                 **config) -> TextClassifier:
     """Build a registered model with its paper defaults, overridden by ``config``."""
     entry = get_entry(name)
     cfg = make_config(name, **config)
     spec = DataSpec(num_classes, vocab_size, kind or entry.inputs[0], multilabel, tag_vocab_size, 0,
                     embeddings, embedding_mode)
     if spec.kind not in entry.inputs:
-        raise ValueError(f"{name} reads {', '.join(entry.inputs)} examples, not {spec.kind}")
-    model = entry.cls(cfg, spec)
-    model.config, model.spec = cfg, spec
-    return model
+        raise UsageError(f"{name} reads {', '.join(entry.inputs)} examples, not {spec.kind}")
+    return entry.cls(cfg, spec)
 
 
 def count_parameters(model: torch.nn.Module, exclude_embeddings: bool = True) -> int:
@@ -135,3 +166,24 @@ def count_parameters(model: torch.nn.Module, exclude_embeddings: bool = True) ->
             if isinstance(m, torch.nn.Embedding) and getattr(m, "is_word_embedding", False):
                 skip.add(id(m.weight))
     return sum(p.numel() for p in model.parameters() if id(p) not in skip)
+
+
+def model_table() -> list[dict]:
+    """One row per registered model (and per filter generation of the adaptive ones): inputs,
+    tokenizer, parameters at the paper's size beside the count the paper reports."""
+    rows = []
+    for name in list_models():
+        e = get_entry(name)
+        variants = {e.defaults.get("generation", "-"): {}}
+        if "generation" in e.defaults:            # adaptive models: both filter generations
+            other = "full" if e.defaults["generation"] != "full" else "hashed"
+            variants[other] = {"generation": other}
+        for variant, opts in variants.items():
+            with torch.device("meta"):             # counts without allocating 200M-parameter models
+                m = create_model(name, num_classes=2, vocab_size=1000, kind=e.inputs[0], tag_vocab_size=50, **opts)
+            published = e.paper_params.get(variant)
+            rows.append({"name": name if variant == "-" else f"{name} ({variant})", "inputs": ",".join(e.inputs),
+                         "tokenizer": e.tokenizer, "parameters": count_parameters(m),
+                         "paper_parameters": published * 1e6 if published is not None else None,
+                         "paper": e.paper, "description": e.description})
+    return rows

@@ -5,35 +5,35 @@
 
 GET /health, GET /info (model, task, labels, metrics), POST /predict with ``{"inputs": [...]}``
 (strings, or objects ``{"text", "pair"}`` / ``{"text", "contexts"}`` for pair / context models)
-answers ``{"predictions": [{"label", "probs", ...}]}``. Bad input answers 422 with the problem.
+answers ``{"predictions": [{"label", "probs", ...}]}``. A body that is not UTF-8 JSON of that
+shape, too many or too long inputs, or a body over ``MAX_BODY`` bytes answers 422 with the
+problem. The model runs in a worker thread, so the event loop keeps answering.
 """
 
+import json
 from pathlib import Path
-from typing import Any
 
-from .data.errors import MissingResource
+from .data.errors import MissingResource, UsageError
 
 MAX_INPUTS = 1000
 MAX_CHARS = 100_000      # per input: a longer text is refused before it is tokenised
+MAX_BODY = 10 * 2 ** 20  # bytes of one request: the whole body is capped, not only each text
 
 
 def create_app(run_dir, device: str = "cpu"):
     try:
-        from fastapi import FastAPI, HTTPException
-        from pydantic import BaseModel
+        from fastapi import FastAPI, HTTPException, Request
+        from starlette.concurrency import run_in_threadpool
     except ImportError as e:  # pragma: no cover - depends on the optional extra
         raise MissingResource("serving needs FastAPI: pip install 'adaptext[serve]'") from e
     from . import load
-    from .data.errors import DataError
-    from .training.rundir import read_json
+    from .runs.files import read_json
 
     clf = load(run_dir, device=device)
-    metrics = read_json(Path(run_dir) / "metrics.json")
-
-    class PredictRequest(BaseModel):
-        inputs: list[Any]
-
-    app = FastAPI(title="adaptext", description=f"{clf.config['model']} trained on {clf.config.get('data') or 'trec-demo'}")
+    metrics_path = Path(run_dir) / "metrics.json"
+    metrics = read_json(metrics_path) if metrics_path.is_file() else {}
+    data = Path(clf.config["data"]).name if clf.config.get("data") else "trec-demo"   # no paths of the host
+    app = FastAPI(title="adaptext", description=f"{clf.config['model']} trained on {data}")
 
     @app.get("/health")
     def health():
@@ -42,22 +42,50 @@ def create_app(run_dir, device: str = "cpu"):
     @app.get("/info")
     def info():
         return {"model": clf.config["model"], "task": clf.kind, "labels": clf.labels.labels,
-                "multilabel": clf.labels.multilabel, "data": clf.config.get("data"),
+                "multilabel": clf.labels.multilabel, "data": data,
                 "test": {k: metrics.get("test", {}).get(k) for k in ("accuracy", "macro_f1", "micro_f1")}}
 
     @app.post("/predict")
-    def predict(req: PredictRequest):
-        if len(req.inputs) > MAX_INPUTS:
-            raise HTTPException(422, f"at most {MAX_INPUTS} inputs per request")
-        for k, x in enumerate(req.inputs, 1):
-            if _chars(x) > MAX_CHARS:
-                raise HTTPException(422, f"input {k} is longer than {MAX_CHARS:,} characters")
+    async def predict(request: Request):
         try:
-            return {"predictions": clf.predict(req.inputs)}
-        except (DataError, KeyError, TypeError, ValueError) as e:
+            inputs = checked_inputs(await read_body(request))
+            return {"predictions": await run_in_threadpool(clf.predict, inputs)}
+        except (UsageError, TypeError) as e:
             raise HTTPException(422, str(e)) from None
 
     return app
+
+
+async def read_body(request) -> bytes:
+    """The request's body, refused as soon as it grows past ``MAX_BODY``."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > MAX_BODY:
+        raise UsageError(f"the request body is larger than {MAX_BODY:,} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise UsageError(f"the request body is larger than {MAX_BODY:,} bytes")
+    return bytes(body)
+
+
+def checked_inputs(body: bytes) -> list:
+    """The ``inputs`` list of a JSON body (whatever its content type), within the limits."""
+    try:
+        payload = json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise UsageError(f"the body is not UTF-8 (byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"the body is not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("inputs"), list):
+        raise UsageError('the body must be a JSON object {"inputs": [...]}')
+    inputs = payload["inputs"]
+    if len(inputs) > MAX_INPUTS:
+        raise UsageError(f"at most {MAX_INPUTS} inputs per request")
+    for k, x in enumerate(inputs, 1):
+        if _chars(x) > MAX_CHARS:
+            raise UsageError(f"input {k} is longer than {MAX_CHARS:,} characters")
+    return inputs
 
 
 def _chars(x) -> int:

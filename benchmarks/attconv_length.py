@@ -24,9 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, RESULTS, write  # noqa: E402
 
 from adaptext.api import Classifier  # noqa: E402
+from adaptext.runs.options import flatten  # noqa: E402
 from adaptext.data.datasets import read_split  # noqa: E402
 from adaptext.data.text import Tokenizer, TokenizerConfig  # noqa: E402
-from adaptext.training.metrics import by_length  # noqa: E402
+from adaptext.runs.metrics import by_length  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -120,7 +121,7 @@ def outcomes(run: Path, test, device: str):
         for line in preds.read_text().splitlines():
             r = json.loads(line)
             correct[r["index"]] = r["pred"] == r["gold"]
-        model = json.loads((run / "config.json").read_text())["model"]
+        model = flatten(json.loads((run / "config.json").read_text()))["model"]
         return model, Tokenizer(TokenizerConfig(**vocab["tokenizer"])), correct
     clf = Classifier.load(run, device=device)
     pred = [p["label"] for p in clf.predict(test, batch_size=100)]

@@ -133,7 +133,7 @@ def train_cell(opts: dict, keep: Path | None = None) -> dict:
     import contextlib
     import tempfile
     from adaptext.training.run import train_run
-    from adaptext.training.rundir import read_json
+    from adaptext.runs.files import read_json
     if keep and (keep / "metrics.json").exists():
         return read_json(keep / "metrics.json")
     if keep and (keep / "config.json").exists():

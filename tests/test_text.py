@@ -10,7 +10,7 @@ from adaptext.data import readers as R
 from adaptext.data.batching import BatchLoader, Collator, Encoder
 from adaptext.data.embeddings import embedding_matrix, read_vectors
 from adaptext.data.text import LabelMap, Tokenizer, Vocab, kim_clean
-from adaptext.training import metrics as M
+from adaptext.runs import metrics as M
 
 from conftest import DATA, needs_data
 

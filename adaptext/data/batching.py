@@ -59,6 +59,17 @@ class Batch:
     tree: TreeBatch | None = None
     pair_tree: TreeBatch | None = None
 
+    @classmethod
+    def of_ids(cls, kind: str, text, lengths, second=None, second_lengths=None) -> "Batch":
+        """An unlabelled batch of padded token ids, as an exported graph receives them: the text,
+        and the pair (``kind`` pair) or the contexts (``kind`` contexts)."""
+        batch = cls(index=torch.arange(text.shape[0]), text=text, lengths=lengths)
+        if kind == "pair":
+            batch.pair, batch.pair_lengths = second, second_lengths
+        elif kind == "contexts":
+            batch.contexts, batch.context_lengths = second, second_lengths
+        return batch
+
     @property
     def size(self) -> int:
         return self.index.shape[0]

@@ -276,3 +276,35 @@ def load_files(train, dev=None, test=None, fmt="auto", on_bad_line="error", cv: 
         dv, from_train = [], True
     from .examples import is_multilabel, kind_of
     return Splits(tr, dv, te, Path(train).name, kind_of(tr), is_multilabel(tr), bad, from_train, folds)
+
+
+def dataset_table(data_dir=None) -> list[dict]:
+    """One row per named dataset: its task, classes and the counted size of each split."""
+    rows = []
+    for name, info in DATASETS.items():
+        sizes, classes = _split_sizes(name, info, data_dir)
+        rows.append({"name": name, "task": info.kind + (" multi-label" if info.multilabel else ""),
+                     "classes": classes, **sizes, "description": info.description})
+    return rows
+
+
+def _split_sizes(name: str, info: DatasetInfo, data_dir) -> tuple[dict, int | None]:
+    status = split_status(name, data_dir)
+    sizes, classes = {}, None
+    for split in ("train", "dev", "test"):
+        if split not in status:
+            sizes[split] = "10% of train" if split == "dev" and not info.cv else "-"
+            continue
+        try:
+            examples = read_split(name, split, data_dir, BadLines("skip")) if status[split] is not None else None
+        except DataError:
+            examples = None
+        if examples is None:
+            sizes[split] = "missing"
+            continue
+        sizes[split] = len(examples)
+        if split == "train":
+            classes = len({l for e in examples for l in (e.label if isinstance(e.label, tuple) else (e.label,))})
+    if info.cv and isinstance(sizes.get("train"), int):
+        sizes["test"] = "10-fold CV"
+    return sizes, classes

@@ -2,7 +2,12 @@
 from __future__ import annotations
 
 
-class DataError(ValueError):
+class UsageError(ValueError):
+    """A problem the user can fix (an option, a file, a run directory): the CLI prints its
+    message on one line and exits 2. Any other exception is a bug and keeps its traceback."""
+
+
+class DataError(UsageError):
     """Bad input data. ``str(err)`` is ``file:line: problem``; the CLI prints it and exits 2."""
 
     def __init__(self, path, line: int | None, problem: str):
@@ -11,13 +16,20 @@ class DataError(ValueError):
         super().__init__(f"{where}: {problem}")
 
 
-class OptionError(ValueError):
+class OptionError(UsageError):
     """An option's value refused (out of range, not one of its choices, not a number). ``key``
     names the option, so a value that came from a ``--config`` file can be reported at its line."""
 
     def __init__(self, key: str, problem: str):
         self.key = key
         super().__init__(problem)
+
+
+class UnknownModel(UsageError, KeyError):
+    """A model name the registry does not hold (a KeyError too, as a lookup by name)."""
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class MissingResource(RuntimeError):

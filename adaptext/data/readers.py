@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Iterator
 
-from .errors import BadLines, DataError
+from .errors import BadLines, DataError, UsageError
 from .examples import ContextsExample, PairExample, TextExample, TreeExample, TreePairExample
 from .trees import tree_from_brackets, tree_from_parents
 
@@ -604,7 +604,7 @@ def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: st
         try:
             codecs.lookup(encoding)
         except LookupError:
-            raise ValueError(f"unknown encoding {encoding!r} (e.g. utf-8, cp1252, latin-1, or auto)") from None
+            raise UsageError(f"unknown encoding {encoding!r} (e.g. utf-8, cp1252, latin-1, or auto)") from None
     auto, fmt = fmt == "auto", detect_format(path) if fmt == "auto" else fmt
     if auto and fmt == "nli" and (text_col, pair_col, contexts_col, label_col) != ("text", None, None, "label"):
         fmt = "jsonl"                     # SNLI's fields, but the columns the user named
@@ -631,4 +631,4 @@ def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: st
         return read_sick(path, bad, enc)
     if fmt == "sst-trees":
         return read_sst_trees(path, bad, binary=kw.get("binary", False), encoding=enc)
-    raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")

@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from .errors import MissingResource
+from .errors import MissingResource, UsageError
 from .examples import TreeExample, TreePairExample
 from .trees import Tree
 
@@ -94,7 +94,7 @@ _CACHE: dict = {}
 def get_tagger(name: str = "nltk"):
     """A callable ``tokens -> POS tags`` (one tag per token). Loaded once per process."""
     if name not in _TAGGERS:
-        raise ValueError(f"unknown tagger {name!r}; choose one of {', '.join(_TAGGERS)}")
+        raise UsageError(f"unknown tagger {name!r}; choose one of {', '.join(_TAGGERS)}")
     if name not in _CACHE:
         _CACHE[name] = _TAGGERS[name]()
     return _CACHE[name]

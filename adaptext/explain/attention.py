@@ -19,6 +19,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ..data.errors import UsageError
+
 
 def _ticks(ax, axis: str, tokens: list[str]) -> None:
     n = len(tokens)
@@ -86,8 +88,8 @@ def plot_attention(model, batch, tokens_text, tokens_context, out_dir) -> list[P
 
     ``tokens_context``: the context's tokens (pair), a list of token lists (several
     contexts), or None for a single text (its context is itself)."""
-    if not hasattr(model, "explain"):
-        raise ValueError(f"{type(model).__name__} has no attention to explain (use an attconv model)")
+    if not model.explains:
+        raise UsageError(f"{type(model).__name__} has no attention to explain (use an attconv model)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     was_training = model.training
@@ -131,3 +133,31 @@ def plot_attention(model, batch, tokens_text, tokens_context, out_dir) -> list[P
     acts = info["activations"][0, :n].float().cpu().numpy()
     paths.append(_activations(acts, text, out / "activations.png"))
     return paths
+
+
+def explain_run(clf, run_dir, text: str, contexts: list, out_dir) -> list[Path]:
+    """The attention plots of a trained attentive-convolution run for one text (and its
+    context or contexts, as the run reads them)."""
+    from ..data.errors import DataError
+    run = run_dir
+    if not clf.model.explains:
+        raise DataError(run, None, f"{clf.config['model']} has no attention to show (use an attconv run)")
+    for name, t in [("--text", text)] + [(f"--context {k}", c) for k, c in enumerate(contexts, 1)]:
+        if not clf.tokens(t):
+            raise DataError("<input>", None, f"{name} is empty after tokenisation: nothing to attend from or to")
+    if clf.kind == "text":
+        if contexts:
+            raise DataError(run, None, "this model reads single texts and attends within the text: "
+                                       "drop --context (a pair or contexts run attends to a context)")
+        inputs, ctx_tokens = [text], None
+    elif not contexts:
+        raise DataError(run, None, f"this {clf.kind} model needs --context")
+    elif clf.kind == "pair":
+        if len(contexts) > 1:
+            raise DataError(run, None, f"a pair model reads one --context, not {len(contexts)} "
+                                       "(several contexts need a model trained on texts with contexts)")
+        inputs, ctx_tokens = [{"text": text, "pair": contexts[0]}], clf.tokens(contexts[0])
+    else:
+        inputs, ctx_tokens = [{"text": text, "contexts": contexts}], [clf.tokens(c) for c in contexts]
+    batch, _ = clf.batch(inputs)
+    return plot_attention(clf.model, batch, clf.tokens(text), ctx_tokens, out_dir)

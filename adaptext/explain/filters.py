@@ -15,12 +15,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..data.batching import length_mask
+from ..data.errors import UsageError
 
 
 def first_block(model):
     feats = getattr(model, "features", None)
     if feats is None or getattr(feats, "context", None) is None:
-        raise ValueError("not an adaptive Kim CNN run (ac_cnn): no generated filters to show")
+        raise UsageError("not an adaptive Kim CNN run (ac_cnn): no generated filters to show")
     return feats
 
 
@@ -49,7 +50,7 @@ def plot_filters(gen: np.ndarray, classes: list, label_names: list, out_png, sta
     pts = [gen.reshape(n * per, d)]
     if static is not None:
         if static.shape[1] != d:
-            raise ValueError(f"the baseline's filters have {static.shape[1]} weights, the generated ones {d}: "
+            raise UsageError(f"the baseline's filters have {static.shape[1]} weights, the generated ones {d}: "
                              "a baseline with the same embedding size and filter width is needed")
         pts.append(static)
     allp = np.concatenate(pts)
@@ -76,3 +77,38 @@ def plot_filters(gen: np.ndarray, classes: list, label_names: list, out_png, sta
     out_png.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out_png, dpi=110)
     return out_png
+
+
+def explain_run(clf, run_dir, out_dir, data=None, split: str = "test", per_class: int = 40,
+                baseline=None) -> list[Path]:
+    """t-SNE of the filters an adaptive CNN run generates for up to ``per_class`` texts of each
+    class of a split (the run's own, or of ``data``), beside a static ``baseline`` run's."""
+    import random
+
+    from ..data.errors import DataError
+    from ..runs.evaluate import run_examples
+    first_block(clf.model)                   # not an adaptive CNN: said before any data is read
+    if clf.labels.multilabel:
+        raise DataError(run_dir, None, "explain filters colours each text by its one class; a multi-label "
+                                       "run's texts have several")
+    examples, _ = run_examples(clf, run_dir, split, data)
+    by_class: dict = {}
+    for e in examples:
+        if e.label in clf.labels.index:
+            by_class.setdefault(e.label, []).append(e)
+    rng = random.Random(0)
+    chosen = [e for lab in clf.labels.labels
+              for e in rng.sample(by_class.get(lab, []), min(per_class, len(by_class.get(lab, []))))]
+    name = data or clf.config.get("data") or "trec-demo"
+    if not chosen:
+        raise DataError(name, None, f"no example carries one of the run's labels "
+                                    f"({', '.join(map(str, clf.labels.labels))})")
+    items = clf.encoder.encode(chosen)
+    gen = generated_filters(clf.model, clf.collate(items))
+    static = None
+    if baseline:
+        from .. import load
+        static = static_filters(load(baseline).model)
+    title = f"{clf.config['model']} ({clf.config.get('generation', '')}) on {name}: generated filters"
+    return [plot_filters(gen, [it.label for it in items], clf.labels.labels, Path(out_dir) / "filters_tsne.png",
+                         static, title=title)]

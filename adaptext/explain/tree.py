@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..data.errors import UsageError
+
 
 def _encode(model, tree_batch) -> dict:
     was = model.training
@@ -45,7 +47,7 @@ def draw_tree(model, batch, tree, out_png, dim: int = 0, label_names=None, index
     key = "z_u" if "z_u" in out else "h"
     vals = out[key][nodes]
     if not 0 <= dim < vals.shape[1]:
-        raise ValueError(f"dim {dim} out of range: {key} has {vals.shape[1]} dimensions")
+        raise UsageError(f"dim {dim} out of range: {key} has {vals.shape[1]} dimensions")
     vals = vals[:, dim].numpy()
     preds = None
     if "node_logits" in out:
@@ -107,7 +109,7 @@ def top_node_types(model, loader_or_batches, k: int = 10, tag_names=None, min_co
                 continue
             out = _encode(model, tb)
             if "z_u" not in out:
-                raise ValueError("only tag-guided models (tg_hrecnn, tg_htreelstm) have z_u")
+                raise UsageError("only tag-guided models (tg_hrecnn, tg_htreelstm) have z_u")
             z = out["z_u"].double()
             inner = (tb.left >= 0).nonzero().flatten()
             if inner.numel() == 0:
@@ -136,3 +138,34 @@ def top_node_types(model, loader_or_batches, k: int = 10, tag_names=None, min_co
                       "right": name(pairs[j][1]), "mean": float(means[j, d]), "count": counts[pairs[j]]}
                      for j in top]
     return result
+
+
+def explain_run(clf, run_dir, out_dir, tree: str, dim: int = 0, data=None, split: str = "dev",
+                top: int = 10) -> list[Path]:
+    """A tree drawn by the run's hidden state (dimension ``dim`` of z_u for a tag-guided model),
+    and, with ``data``, the node types that most activate each z_u dimension over a split."""
+    import json
+
+    from ..data.batching import BatchLoader
+    from ..data.errors import DataError
+    from ..runs.evaluate import run_examples
+    from ..runs.pipeline import tag
+    if clf.kind not in ("tree", "tree_pair"):
+        raise DataError(run_dir, None, f"{clf.config['model']} is not a tree model")
+    if data and not clf.entry.needs_tags:
+        raise UsageError(f"--data dumps the node types behind each z_u dimension; {clf.config['model']} "
+                         f"has no tag-guided hypernetwork (drop --data to draw the tree by its hidden state)")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (example,) = clf.as_examples([tree] if clf.kind == "tree" else [{"tree": tree, "pair": tree}])
+    batch = clf.collate(clf.encoder.encode([example], with_labels=False))
+    draw_tree(clf.model, batch, example.tree, out / "tree.png", dim, label_names=clf.labels.labels)
+    paths = [out / "tree.png"]
+    if data:
+        examples, _ = run_examples(clf, run_dir, split, data)
+        items = clf.encoder.encode(tag(examples, clf.config), with_labels=False)
+        found = top_node_types(clf.model, BatchLoader(items, 64, clf.collate), top,
+                               tag_names=clf.encoder.tag_vocab.itos if clf.encoder.tag_vocab else None)
+        (out / "node_types.json").write_text(json.dumps(found, indent=2))
+        paths.append(out / "node_types.json")
+    return paths

@@ -23,7 +23,7 @@ from torch import nn
 from ..data.batching import length_mask
 from ..nn import ClassifierHead, WordEmbedding
 from ..nn.adaptive import conv1d_per_sample
-from ..registry import register_model
+from ..registry import TextClassifier, register_model
 
 
 @dataclass
@@ -71,9 +71,9 @@ class FilterGenerationModule(nn.Module):
                 description="ACNN baseline: one set of filters generated from the word embeddings by a meta network",
                 train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 64, "epochs": 20},
                 test_config={"embed_dim": 16, "filters": 4, "width": 3, "encoder_filters": 6})
-class ACNN(nn.Module):
+class ACNN(TextClassifier):
     def __init__(self, cfg: ACNNConfig, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         self.min_length = max(cfg.width, cfg.encoder_width)
         self.width = cfg.width
         self.embedding = WordEmbedding(spec, cfg.embed_dim)

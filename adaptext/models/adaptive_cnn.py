@@ -16,8 +16,8 @@ costs a few percent of full generation's parameters); ``context`` gru (Eqs. 1-3)
 attention-only for the "w/o GRU" ablation of Table 4; ``context_dim`` g = 600,
 ``pool_size`` b = 20, ``num_importance`` n = 5.
 
-``PAPER_PARAMS`` is Table 3 (parameters without embeddings, in millions) for listing next
-to ``adaptext.registry.count_parameters`` at the paper's sizes.
+Each registration declares its row of Table 3 (``paper_params``: millions of parameters,
+embeddings excluded), listed by ``adaptext models`` next to our count at the paper's sizes.
 """
 from __future__ import annotations
 
@@ -28,13 +28,6 @@ from ..registry import Options, choice, register_model
 from .densecnn import DenseCNN, DenseCNNConfig
 from .dpcnn import DPCNN, DPCNNConfig
 from .kim_cnn import KimCNN, KimCNNConfig
-
-# Table 3 of Choi et al. (2019): millions of parameters, embeddings excluded
-PAPER_PARAMS = {
-    ("kim_cnn", "-"): 0.4, ("ac_cnn", "hashed"): 2.1, ("ac_cnn", "full"): 217.5,
-    ("dpcnn", "-"): 3.1, ("ac_dpcnn", "hashed"): 7.1, ("ac_dpcnn", "full"): 220.0,
-    ("densecnn", "-"): 2.2, ("ac_densecnn", "hashed"): 11.6, ("ac_densecnn", "full"): 263.2,
-}
 
 _TRAIN = {"optimizer": "adam", "lr": 1e-3, "batch_size": 64, "epochs": 20}
 _TINY = {"context_dim": 8, "pool_size": 4, "num_importance": 2}
@@ -63,7 +56,8 @@ class ACCNNConfig(KimCNNConfig, AdaptiveOptions):
 
 @register_model("ac_cnn", config=ACCNNConfig, paper="Choi et al. 2019",
                 description="Kim CNN with adaptive convolution (filters generated from the input; full or hashed)",
-                train_defaults=_TRAIN, test_config={"embed_dim": 16, "filters": 4, **_TINY})
+                train_defaults=_TRAIN, test_config={"embed_dim": 16, "filters": 4, **_TINY},
+                paper_params={"hashed": 2.1, "full": 217.5})
 class ACCNN(KimCNN):
     """Kim's parallel convolutions with the filters of every width generated from one
     context vector of the word embeddings."""
@@ -84,7 +78,8 @@ class ACDPCNNConfig(DPCNNConfig, AdaptiveOptions):
 @register_model("ac_dpcnn", config=ACDPCNNConfig, paper="Choi et al. 2019",
                 description="DPCNN with adaptive convolution in every block (full or hashed)",
                 train_defaults={**_TRAIN, "grad_clip": 1.0},
-                test_config={"embed_dim": 16, "filters": 8, "depth": 5, **_TINY})
+                test_config={"embed_dim": 16, "filters": 8, "depth": 5, **_TINY},
+                paper_params={"hashed": 7.1, "full": 220.0})
 class ACDPCNN(DPCNN):
     def __init__(self, cfg: ACDPCNNConfig, spec):
         super().__init__(cfg, spec, factory_of(cfg))
@@ -99,13 +94,9 @@ class ACDenseCNNConfig(DenseCNNConfig, AdaptiveOptions):
 @register_model("ac_densecnn", config=ACDenseCNNConfig, paper="Choi et al. 2019",
                 description="DenseCNN with adaptive convolution in every block (full or hashed)",
                 train_defaults=_TRAIN,
-                test_config={"embed_dim": 16, "filters": 6, "blocks": 3, "fixed_length": 24, **_TINY})
+                test_config={"embed_dim": 16, "filters": 6, "blocks": 3, "fixed_length": 24, **_TINY},
+                paper_params={"hashed": 11.6, "full": 263.2})
 class ACDenseCNN(DenseCNN):
     def __init__(self, cfg: ACDenseCNNConfig, spec):
         super().__init__(cfg, spec, factory_of(cfg))
 
-
-# Table 3 beside our counts in `adaptext models`
-for _cls, _name in ((KimCNN, "kim_cnn"), (DPCNN, "dpcnn"), (DenseCNN, "densecnn"), (ACCNN, "ac_cnn"),
-                    (ACDPCNN, "ac_dpcnn"), (ACDenseCNN, "ac_densecnn")):
-    _cls.paper_params = {v: m for (n, v), m in PAPER_PARAMS.items() if n == _name}

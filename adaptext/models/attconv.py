@@ -37,7 +37,7 @@ from ..data.batching import length_mask
 from ..nn.attentive import MATCHINGS, VARIANTS, AttentiveConv1d
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead, masked_max_pool
-from ..registry import Options, choice, register_model
+from ..registry import Options, TextClassifier, choice, register_model
 
 MULTI_CONTEXT = ("context-wise", "context-concat")
 CONTEXT_REPR = ("attconv", "cnn")
@@ -83,11 +83,11 @@ def join_contexts(contexts: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.
                 train_defaults={"optimizer": "adagrad", "lr": 0.01, "batch_size": 50},
                 test_config={"embed_dim": 8, "hidden": 6, "att_dim": 5, "variant": "advanced",
                              "matching": "additive"})
-class AttConv(nn.Module):
+class AttConv(TextClassifier):
     """Embedding, attentive convolution, masked max-pooling, logistic regression."""
 
     def __init__(self, cfg: AttConvConfig, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         self.cfg, self.kind = cfg, spec.kind
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.attconv = AttentiveConv1d(self.embedding.out_dim, cfg.hidden, cfg.width, cfg.matching,

@@ -29,7 +29,7 @@ from ..data.batching import length_mask
 from ..nn.attentive import MATCHINGS, Matching, masked_softmax
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead, masked_max_pool
-from ..registry import Options, choice, register_model
+from ..registry import Options, TextClassifier, choice, register_model
 from .attconv import join_contexts, pair_features
 
 TRAIN = {"optimizer": "adagrad", "lr": 0.01, "batch_size": 50}
@@ -43,7 +43,7 @@ def batch_kind(batch) -> str:
 def check_kind(model, batch) -> str:
     have = batch_kind(batch)
     if have != model.kind:
-        raise ValueError(f"this {model.registry_name} model was built for {model.kind} examples, "
+        raise ValueError(f"this {type(model).__name__} model was built for {model.kind} examples, "
                          f"the batch has {have}")
     return have
 
@@ -75,9 +75,9 @@ class SiameseCNNConfig:
                 paper="Yin & Schütze 2018 (ablation)",
                 description="ATTCONV w/o attention: Siamese CNN, shared convolution, max-pooling",
                 train_defaults=TRAIN, test_config=TINY)
-class SiameseCNN(nn.Module):
+class SiameseCNN(TextClassifier):
     def __init__(self, cfg: SiameseCNNConfig, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         if cfg.width % 2 != 1:
             raise ValueError(f"filter width must be odd, not {cfg.width}")
         self.kind = spec.kind
@@ -119,9 +119,9 @@ class NoConvConfig(Options):
                 paper="Yin & Schütze 2018 (ablation)",
                 description="ATTCONV w/o convolution: h_i + c_i, four fully connected layers, max-pooling",
                 train_defaults=TRAIN, test_config=TINY)
-class AttentionNoConv(nn.Module):
+class AttentionNoConv(TextClassifier):
     def __init__(self, cfg: NoConvConfig, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         if cfg.layers < 1:
             raise ValueError("attconv_noconv needs at least one fully connected layer")
         self.kind = spec.kind

@@ -25,7 +25,7 @@ from torch import nn
 from ..data.batching import length_mask
 from ..nn import ClassifierHead, WordEmbedding, masked_max_pool
 from ..nn.adaptive import ConvFactory
-from ..registry import register_model
+from ..registry import TextClassifier, register_model
 
 
 @dataclass
@@ -56,12 +56,12 @@ class MultiScaleAttention(nn.Module):
 @register_model("densecnn", config=DenseCNNConfig, paper="Wang et al. 2018",
                 description="densely connected CNN with multi-scale feature attention",
                 train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 64, "epochs": 20},
-                test_config={"embed_dim": 16, "filters": 6, "blocks": 3, "fixed_length": 24})
-class DenseCNN(nn.Module):
+                test_config={"embed_dim": 16, "filters": 6, "blocks": 3, "fixed_length": 24}, paper_params={"-": 2.2})
+class DenseCNN(TextClassifier):
     trim_padding = True     # False: every block reads all fixed_length positions (the slower form; same logits)
 
     def __init__(self, cfg: DenseCNNConfig, spec, factory: ConvFactory | None = None):
-        super().__init__()
+        super().__init__(cfg, spec)
         if cfg.blocks < 1:
             raise ValueError(f"blocks must be >= 1, not {cfg.blocks}")
         if cfg.width % 2 == 0:

@@ -26,7 +26,7 @@ from torch import nn
 from ..data.batching import length_mask
 from ..nn import ClassifierHead, WordEmbedding, masked_max_pool
 from ..nn.adaptive import ConvFactory
-from ..registry import register_model
+from ..registry import TextClassifier, register_model
 
 
 @dataclass
@@ -84,10 +84,10 @@ class DPCNNBlock(nn.Module):
 @register_model("dpcnn", config=DPCNNConfig, paper="Johnson & Zhang 2017",
                 description="deep pyramid CNN: pre-activation residual blocks, stride-2 downsampling",
                 train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 64, "epochs": 20},
-                test_config={"embed_dim": 16, "filters": 8, "depth": 7})
-class DPCNN(nn.Module):
+                test_config={"embed_dim": 16, "filters": 8, "depth": 7}, paper_params={"-": 3.1})
+class DPCNN(TextClassifier):
     def __init__(self, cfg: DPCNNConfig, spec, factory: ConvFactory | None = None):
-        super().__init__()
+        super().__init__(cfg, spec)
         if cfg.depth < 3 or cfg.depth % 2 == 0:
             raise ValueError(f"depth counts weight layers (2 per block + the classifier): an odd number >= 3, "
                              f"not {cfg.depth}")

@@ -36,7 +36,7 @@ from torch import nn
 from ..nn import ClassifierHead, WordEmbedding, masked_max_pool, masked_mean_pool
 from ..nn.lightconv import LightConvBlock
 from ..nn.qrnn import QRNN
-from ..registry import Options, choice, register_model
+from ..registry import Options, TextClassifier, choice, register_model
 
 
 # ------------------------------------------------------------------ QRNN
@@ -59,9 +59,9 @@ class QRNNConfig(Options):
                 train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 24, "epochs": 10,
                                 "weight_decay": 4e-6},
                 test_config={"embed_dim": 8, "hidden": 6, "layers": 2, "bidirectional": True})
-class QRNNClassifier(nn.Module):
+class QRNNClassifier(TextClassifier):
     def __init__(self, cfg: QRNNConfig, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         self.pooling, self.bidirectional, self.hidden = cfg.pooling, cfg.bidirectional, cfg.hidden
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.qrnn = QRNN(self.embedding.out_dim, cfg.hidden, cfg.layers, cfg.window, cfg.bidirectional,
@@ -109,9 +109,9 @@ class GLUConv(nn.Module):
                 description="gated convolutional network: residual blocks of gated linear units, max pool",
                 train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 50, "epochs": 10},
                 test_config={"embed_dim": 8, "channels": 6, "blocks": 2})
-class GatedCNN(nn.Module):
+class GatedCNN(TextClassifier):
     def __init__(self, cfg: GatedCNNConfig, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.first = GLUConv(self.embedding.out_dim, cfg.channels, cfg.width, cfg.causal)
         self.blocks = nn.ModuleList(
@@ -144,11 +144,11 @@ class LightConvConfig:
     head_dropout: float = 0.5
 
 
-class _ConvEncoder(nn.Module):
+class _ConvEncoder(TextClassifier):
     dynamic = False
 
     def __init__(self, cfg: LightConvConfig, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.project = (nn.Linear(self.embedding.out_dim, cfg.dim) if self.embedding.out_dim != cfg.dim
                         else nn.Identity())
@@ -258,9 +258,9 @@ class DCNNConfig:
                 train_defaults={"optimizer": "adagrad", "lr": 0.05, "batch_size": 50, "epochs": 15,
                                 "weight_decay": 1e-4},
                 test_config={"embed_dim": 8, "maps": (2, 3)})
-class DCNN(nn.Module):
+class DCNN(TextClassifier):
     def __init__(self, cfg: DCNNConfig, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         if len(cfg.widths) != len(cfg.maps):
             raise ValueError("widths and maps need one entry per layer")
         self.k_top, self.num_layers = cfg.k_top, len(cfg.widths)
@@ -296,9 +296,9 @@ class BOVConfig:
                 description="mean of the word vectors, then a one-hidden-layer MLP",
                 train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 50, "epochs": 10},
                 test_config={"embed_dim": 8, "hidden": 6})
-class BagOfVectors(nn.Module):
+class BagOfVectors(TextClassifier):
     def __init__(self, cfg: BOVConfig, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.hidden = nn.Sequential(nn.Linear(self.embedding.out_dim, cfg.hidden), nn.ReLU())
         self.head = ClassifierHead(cfg.hidden, spec.num_classes, cfg.dropout)

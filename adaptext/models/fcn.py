@@ -25,7 +25,7 @@ from torch import nn
 
 from ..nn import WordEmbedding
 from ..nn.fcn import CausalConv1d, DilatedStack, GRUHead, MaxPoolHead, StridedHead, make_attention
-from ..registry import Options, choice, register_model
+from ..registry import Options, TextClassifier, choice, register_model
 
 ATTENTION = ("none", "scaled-dot", "simplified", "local")
 POOLING = ("max", "gru", "strided")
@@ -56,9 +56,9 @@ class FCNConfig(Options):
                                 "weight_decay": 1e-4},
                 test_config={"causal_filters": 8, "filters": 8, "layers": 3, "attention": "scaled-dot",
                              "heads": 2, "head_dim": 4, "head_hidden": 8})
-class FCN(nn.Module):
+class FCN(TextClassifier):
     def __init__(self, cfg: FCNConfig, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         C = spec.num_classes
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.causal = CausalConv1d(self.embedding.out_dim, cfg.causal_filters, cfg.causal_width)

@@ -16,7 +16,7 @@ from torch import nn
 from ..data.batching import length_mask
 from ..nn import ClassifierHead, WordEmbedding
 from ..nn.adaptive import ConvFactory
-from ..registry import register_model
+from ..registry import TextClassifier, register_model
 
 
 @dataclass
@@ -65,12 +65,12 @@ class ConvMaxPool(nn.Module):
 @register_model("kim_cnn", config=KimCNNConfig, paper="Kim 2014",
                 description="CNN with max-over-time pooling (rand / static / non-static / multichannel)",
                 train_defaults={"optimizer": "adadelta", "lr": 1.0, "batch_size": 50, "epochs": 25},
-                test_config={"embed_dim": 16, "filters": 4})
-class KimCNN(nn.Module):
+                test_config={"embed_dim": 16, "filters": 4}, paper_params={"-": 0.4})
+class KimCNN(TextClassifier):
     min_length = 5
 
     def __init__(self, cfg: KimCNNConfig, spec, factory: ConvFactory | None = None):
-        super().__init__()
+        super().__init__(cfg, spec)
         self.min_length = max(cfg.widths)
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.features = ConvMaxPool(self.embedding.out_dim, cfg.widths, cfg.filters, cfg.wide, factory)

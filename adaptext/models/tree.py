@@ -29,7 +29,7 @@ from torch import nn
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead
 from ..nn.tree import FUSIONS, Dropout, TreeEncoder
-from ..registry import Options, choice, register_model
+from ..registry import Options, TextClassifier, choice, register_model
 
 
 @dataclass
@@ -65,21 +65,21 @@ _TEST = {"embed_dim": 8, "hidden": 6, "pair_hidden": 5}
 _TEST_TG = dict(_TEST, tag_dim=4, hyper_hidden=5, hyper_input=6, z_dim=3)
 
 
-class TreeModel(nn.Module):
+class TreeModel(TextClassifier):
     """Encoder over the tree (or both trees of a pair) + root / node classifier."""
 
     cell = "recnn"
     hyper = False
 
     def __init__(self, cfg, spec):
-        super().__init__()
+        super().__init__(cfg, spec)
         self.pair = spec.kind == "tree_pair"
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.drop = Dropout(cfg.dropout)
         kw = {}
         if self.hyper:
             if spec.tag_vocab_size < 2:
-                raise ValueError(f"{self.registry_name} needs tagged trees (tag_vocab_size={spec.tag_vocab_size}); "
+                raise ValueError(f"{type(self).__name__} needs tagged trees (tag_vocab_size={spec.tag_vocab_size}); "
                                  "tag them with adaptext.data.tags.tag_examples")
             self.tag_embedding = nn.Embedding(spec.tag_vocab_size, cfg.tag_dim, padding_idx=0)
             kw = dict(tag_dim=cfg.tag_dim, hyper_hidden=cfg.hyper_hidden, hyper_input=cfg.hyper_input,

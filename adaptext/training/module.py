@@ -10,22 +10,19 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import metrics as M
+from ..runs import metrics as M
+from ..runs.files import write_csv
+from ..runs.pipeline import logits_of, probabilities
 from .optim import Adadelta, Adagrad, param_groups
-from .rundir import write_csv
 
 
-def logits_of(out):
-    return out["logits"] if isinstance(out, dict) else out
-
-
-def probabilities(logits: torch.Tensor, multilabel: bool) -> torch.Tensor:
-    return torch.sigmoid(logits) if multilabel else torch.softmax(logits, dim=-1)
+class Diverged(ValueError):
+    """The training loss is no longer a finite number: the run stops instead of saving nonsense."""
 
 
 class ClassifierModule(L.LightningModule):
     def __init__(self, model: torch.nn.Module, cfg: dict, labels, train_loader, dev_loader,
-                 class_weights: torch.Tensor | None = None):
+                 class_weights: torch.Tensor | None = None, log_path=None, started: float | None = None):
         super().__init__()
         self.model, self.cfg, self.labels = model, cfg, labels
         self.train_loader, self.dev_loader = train_loader, dev_loader
@@ -39,11 +36,11 @@ class ClassifierModule(L.LightningModule):
         self._train_time = 0.0
         self._batches_done = 0
         self._restore = None
-        self.started = time.perf_counter()     # set to the run's start by train_run
+        self.started = time.perf_counter() if started is None else started
         self.seconds_before = 0.0               # wall seconds of the run's earlier processes (when resumed)
         self.last_dev: dict = {}
         self.epoch_rows: list = []
-        self.log_path = None                    # log.csv of the run directory, rewritten every epoch
+        self.log_path = log_path                # log.csv of the run directory, rewritten every epoch
 
     # ------------------------------------------------------------------ data
     def setup(self, stage: str) -> None:
@@ -73,6 +70,10 @@ class ClassifierModule(L.LightningModule):
         out = self.model(batch)
         loss = self.loss(out, batch)
         with torch.no_grad():
+            if not torch.isfinite(loss):
+                raise Diverged(f"training diverged: the loss is {float(loss)} at epoch {self.current_epoch + 1}, "
+                               f"step {batch_idx + 1} (lr {self.cfg['lr']} with {self.cfg['optimizer']}); "
+                               "lower --lr or set --grad-clip")
             s = self._train_stats
             s[0] += float(loss) * batch.size
             if not self.multilabel:
@@ -87,8 +88,7 @@ class ClassifierModule(L.LightningModule):
 
     def optimizer_step(self, *args, **kwargs):
         super().optimizer_step(*args, **kwargs)
-        if hasattr(self.model, "apply_constraints"):
-            self.model.apply_constraints()      # Kim 2014: max-norm of the softmax weight rows
+        self.model.apply_constraints()          # e.g. Kim 2014: max-norm of the softmax weight rows
 
     def on_train_epoch_start(self) -> None:
         self._train_stats = [0.0, 0, 0, 0]

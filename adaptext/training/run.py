@@ -1,93 +1,99 @@
-"""Training a run, top to bottom: read the data, build tokeniser / vocabulary / labels,
-build the model from the registry, train with Lightning (best checkpoint on dev), evaluate
-the best weights on dev and test, write the run directory. ``train_run`` also runs k-fold
-cross-validation and resumes interrupted runs."""
+"""Training a run, top to bottom: prepare (tags, vocabulary, labels, vectors, encoded splits)
+-> build the model -> fit it with Lightning (best checkpoint on dev) -> evaluate the best
+weights on dev and test -> save the run directory. ``train_run`` is the entry point: it checks
+the options, resumes an interrupted run and runs k-fold cross-validation."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from ..data.batching import BatchLoader, Collator, Encoder
-from ..data.datasets import holdout, load_files, load_named
+from ..data.batching import BatchLoader, Encoder
 from ..data.embeddings import embedding_matrix
-from ..data.errors import BadLines, DataError
+from ..data.errors import BadLines, DataError, UsageError
 from ..data.text import LabelMap, Tokenizer, Vocab
-from ..registry import count_parameters, create_model, get_entry
-from . import metrics as M
-from .config import check_new_run, model_options, resolve
-from .rundir import read_json, save_weights, write_atomic, write_csv, write_jsonl
-
-DEMO = "trec-demo"
-
-
-# ----------------------------------------------------------------------- data
-def load_data(cfg: dict):
-    data = cfg["data"] or DEMO
-    if Path(data).exists() and not Path(data).is_dir():
-        kw = {k: cfg[k] for k in ("text_col", "pair_col", "contexts_col", "label_col", "label_sep", "encoding")}
-        return load_files(data, cfg["dev"], cfg["test"], cfg["format"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"], **kw)
-    if cfg["dev"] or cfg["test"]:
-        from ..data.datasets import DATASETS
-        if data not in DATASETS:
-            raise DataError(data, None, "no such file" if not Path(data).is_dir() else "a directory, not a file")
-        raise DataError(data, None, "--dev / --test go with a training file; a named dataset brings its own splits")
-    return load_named(data, cfg["data_dir"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"])
+from ..registry import count_parameters, get_entry
+from ..runs import metrics as M
+from ..runs.files import read_json, save_weights, write_atomic, write_csv, write_jsonl
+from ..runs.options import PATH_KEYS, RESUME_MAY_CHANGE, check_new_run, resolve
+from ..runs.pipeline import collator, gold, predict_probs, tag
+from ..runs.spec import RunSpec, write_config
+from ..runs.splits import DEMO, fold_splits, load_data
 
 
-COLUMN_KEYS = ("text_col", "pair_col", "contexts_col", "label_col", "label_sep", "encoding")
+@dataclass
+class Prepared:
+    """A run's data made ready for its model: the spec (tokenizer, vocabulary, labels), the
+    pretrained vectors and the encoded splits."""
+    spec: RunSpec
+    vectors: torch.Tensor | None
+    coverage: object
+    train: list
+    dev: list
+    test: list | None
+    test_examples: list
+    bad: BadLines
+    truncated: int
 
 
-def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on_bad_line="error",
-                   fold: int | None = None):
-    """(examples, bad lines) of one split as a run saw it, for evaluate and explain.
+@dataclass
+class Fitted:
+    """What training leaves: the epoch log, the epochs run and the seconds they took."""
+    rows: list
+    epochs_run: int
+    seconds: float
+    monitor: str
 
-    Without ``data``: the run's own data, re-read with its options, so ``--split test`` is the
-    run's test file and a dev held out of train is the same 10% again (``fold``: fold k of a
-    cross-validated run, its splits rebuilt as ``cross_validate`` built them). With a named dataset:
-    that dataset's split (a held-out dev recomputed). With a file: that file, read with the
-    run's column options (the file is the split)."""
-    from ..data.datasets import DATASETS
-    from ..data.readers import read_file
-    if data and data not in DATASETS:
-        if not Path(data).is_file():
-            raise DataError(data, None, "no such file")
-        bad = BadLines(on_bad_line)
-        kw = {k: cfg.get(k) for k in COLUMN_KEYS}
-        return read_file(data, fmt or cfg.get("format", "auto"), bad, **kw), bad
-    own = data is None
-    run = dict(cfg, data=data or cfg.get("data"), on_bad_line=on_bad_line, format=fmt or cfg.get("format", "auto"),
-               data_dir=data_dir or cfg.get("data_dir"))
-    if not own:
-        run.update(dev=None, test=None, cv=0)
-    splits = load_data(run)
-    if own and splits.folds and fold:
-        tr_idx, te_idx = splits.folds[fold - 1]
-        train, dev = holdout([splits.train[i] for i in tr_idx])
-        chosen = {"train": train, "dev": dev, "test": [splits.train[i] for i in te_idx]}[split]
-        return chosen, splits.bad
-    chosen = {"train": splits.train, "dev": splits.dev, "test": splits.test}[split]
-    if not chosen:
-        where = run["data"] or DEMO
-        raise DataError(where, None, f"the run has no {split} split (it was cross-validated: evaluate one of its "
-                                     f"fold-k directories); pass --data FILE to evaluate on a file")
-    return chosen, splits.bad
+
+# ----------------------------------------------------------------------- prepare
+def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print) -> Prepared:
+    entry = get_entry(cfg["model"])
+    where = cfg["data"] or DEMO
+    if kind not in entry.inputs:
+        raise DataError(where, None, f"model {entry.name} reads {'/'.join(entry.inputs)} examples, "
+                                     f"but this dataset holds {kind} examples")
+    if not dev:
+        raise DataError(where, None, "no dev examples: 10% of each class held out of train "
+                                     "rounds to none with this few examples; pass --dev FILE")
+    train, dev, test = (tag(s, cfg) for s in (train, dev, test))
+    tokenizer = Tokenizer(level=cfg["tokenizer"] or entry.tokenizer, lower=cfg["lower"], clean=cfg["clean"])
+    vocab = Vocab.build(token_lists(train, tokenizer), cfg["min_freq"], cfg["max_vocab"] or None)
+    found = LabelMap.from_examples(train)
+    labels = LabelMap(found.labels, found.multilabel or multilabel)
+    if len(labels) < 2:
+        raise DataError(where, None, f"the training data has {len(labels)} class(es); at least 2 are needed")
+    tag_vocab = tag_vocab_of(train) if entry.needs_tags else None
+
+    bad = BadLines(cfg["on_bad_line"])
+    vectors, coverage = None, None
+    if cfg["embeddings"]:
+        vectors, coverage = embedding_matrix(vocab, cfg["embeddings"], cfg["oov_init"], cfg["oov_scale"], cfg["seed"],
+                                             bad=bad)
+        log(f"embeddings: {coverage}")
+    elif cfg["embedding_mode"] != "rand":
+        raise DataError(where, None, f"embedding mode {cfg['embedding_mode']} needs --embeddings PATH")
+    spec = RunSpec(cfg, kind, tokenizer, vocab, tag_vocab, labels, coverage.dim if coverage else None)
+    encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg["max_length"])
+    encoded = [encoder.encode(s, bad) if s else None for s in (train, dev, test)]
+    return Prepared(spec, vectors, coverage, *encoded, test or [], bad, encoder.truncated)
 
 
 def token_lists(examples, tokenizer):
     for ex in examples:
         if ex.kind in ("tree", "tree_pair"):
             lower = tokenizer.config.lower
-            yield [w.lower() if lower else w for w in ex.tree.leaves()]
-            if ex.kind == "tree_pair":
-                yield [w.lower() if lower else w for w in ex.pair.leaves()]
+            for t in ([ex.tree, ex.pair] if ex.kind == "tree_pair" else [ex.tree]):
+                yield [w.lower() if lower else w for w in t.leaves()]
             continue
         yield tokenizer(ex.text)
         if ex.kind == "pair":
@@ -95,15 +101,6 @@ def token_lists(examples, tokenizer):
         elif ex.kind == "contexts":
             for c in ex.contexts:
                 yield tokenizer(c)
-
-
-def add_tags(cfg, entry, splits: list):
-    """Trees of tag-guided models get POS tags (leaves) and phrase tags (inner nodes)."""
-    if not entry.needs_tags:
-        return splits
-    from ..data.tags import PhraseLabeller, get_tagger, tag_examples
-    tagger, labeller = get_tagger(cfg["tagger"]), PhraseLabeller.load_default()
-    return [tag_examples(s, tagger, labeller) if s else s for s in splits]
 
 
 def tag_vocab_of(examples):
@@ -114,124 +111,78 @@ def tag_vocab_of(examples):
     return Vocab(sorted(tags)) if tags else None
 
 
-# ----------------------------------------------------------------------- one run
-def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool, bad_count: int = 0,
-            resume: bool = False, log=print, filtered: dict | None = None) -> dict:
+def class_weights_of(cfg: dict, p: Prepared) -> torch.Tensor | None:
+    """balanced: each class weighs n / (classes * its count), so rare classes count as much as common ones."""
+    labels = p.spec.labels
+    if cfg["class_weights"] != "balanced" or labels.multilabel:
+        return None
+    counts = np.bincount([it.label for it in p.train], minlength=len(labels)).astype(float)
+    return torch.tensor(len(p.train) / (len(labels) * np.maximum(counts, 1)), dtype=torch.float32)
+
+
+# ----------------------------------------------------------------------- fit
+def fit(cfg: dict, model, p: Prepared, out: Path, resume: bool, started: float) -> Fitted | None:
+    """Train with Lightning; the best dev epoch's weights are left in ``model``. None on the
+    processes of a distributed run other than rank 0."""
     import lightning as L
-    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
 
     from .checkpoint import SafetensorsCheckpointIO, load_tree
     from .module import ClassifierModule
-    quiet_engine()
-
-    t0 = time.perf_counter()
-    L.seed_everything(cfg["seed"], workers=True, verbose=False)
-    if cfg["threads"]:
-        torch.set_num_threads(cfg["threads"])
-    entry = get_entry(cfg["model"])
-    if kind not in entry.inputs:
-        raise DataError(cfg["data"] or DEMO, None, f"model {entry.name} reads {'/'.join(entry.inputs)} examples, "
-                                                   f"but this dataset holds {kind} examples")
-    if not dev:
-        raise DataError(cfg["data"] or DEMO, None, "no dev examples: 10% of each class held out of train "
-                                                   "rounds to none with this few examples; pass --dev FILE")
-    train, dev, test = add_tags(cfg, entry, [train, dev, test])
-
-    tokenizer = Tokenizer(level=cfg["tokenizer"] or entry.tokenizer, lower=cfg["lower"], clean=cfg["clean"])
-    vocab = Vocab.build(token_lists(train, tokenizer), cfg["min_freq"], cfg["max_vocab"] or None)
-    labels = LabelMap.from_examples(train)
-    labels.multilabel = labels.multilabel or multilabel
-    if len(labels) < 2:
-        raise DataError(cfg["data"] or DEMO, None, f"the training data has {len(labels)} class(es); at least 2 are needed")
-    tag_vocab = tag_vocab_of(train) if entry.needs_tags else None
-
-    bad = BadLines(cfg["on_bad_line"])
-    vectors, coverage = None, None
-    if cfg["embeddings"]:
-        vectors, coverage = embedding_matrix(vocab, cfg["embeddings"], cfg["oov_init"], cfg["oov_scale"], cfg["seed"],
-                                             bad=bad)
-        log(f"embeddings: {coverage}")
-    elif cfg["embedding_mode"] != "rand":
-        raise DataError(cfg["data"] or DEMO, None, f"embedding mode {cfg['embedding_mode']} needs --embeddings PATH")
-
-    model = create_model(cfg["model"], num_classes=len(labels), vocab_size=len(vocab), kind=kind,
-                         multilabel=labels.multilabel, tag_vocab_size=len(tag_vocab) if tag_vocab else 0,
-                         embeddings=vectors, embedding_mode=cfg["embedding_mode"], **model_options(cfg))
-
-    encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg["max_length"])
-    train_items, dev_items = encoder.encode(train, bad), encoder.encode(dev, bad)
-    test_items = encoder.encode(test, bad) if test else None
-    collate = Collator(len(labels), labels.multilabel, getattr(model, "min_length", 1), getattr(model, "fixed_length", 0))
-    train_loader = BatchLoader(train_items, cfg["batch_size"], collate, shuffle=True, bucket=cfg["bucket"], seed=cfg["seed"])
-    dev_loader = BatchLoader(dev_items, max(cfg["batch_size"], 100), collate)
-
-    class_weights = None
-    if cfg["class_weights"] == "balanced" and not labels.multilabel:
-        counts = np.bincount([it.label for it in train_items], minlength=len(labels)).astype(float)
-        class_weights = torch.tensor(len(train_items) / (len(labels) * np.maximum(counts, 1)), dtype=torch.float32)
-
-    module = ClassifierModule(model, cfg, labels, train_loader, dev_loader, class_weights)
-    module.started = t0
-    module.log_path = out / "log.csv"
+    collate = collator(model, p.spec.labels)
+    train_loader = BatchLoader(p.train, cfg["batch_size"], collate, shuffle=True, bucket=cfg["bucket"], seed=cfg["seed"])
+    dev_loader = BatchLoader(p.dev, max(cfg["batch_size"], 100), collate)
+    module = ClassifierModule(model, cfg, p.spec.labels, train_loader, dev_loader, class_weights_of(cfg, p),
+                              log_path=out / "log.csv", started=started)
     ckpt_dir = out / "checkpoints"
-    best_cb = ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="dev_score", mode="max", save_top_k=1,
-                              save_last=False, enable_version_counter=False)
-    last_cb = ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1, enable_version_counter=False)
-    callbacks = [best_cb, last_cb, EarlyStopping("dev_score", mode="max", patience=cfg["patience"])]
-    if cfg["checkpoint_every"]:
-        callbacks.append(StepCheckpoint(ckpt_dir / "last.ckpt", cfg["checkpoint_every"]))
-    if cfg["progress"]:
-        from lightning.pytorch.callbacks import TQDMProgressBar
-        callbacks.append(TQDMProgressBar(refresh_rate=max(1, len(train_loader) // 20)))
     trainer = L.Trainer(
         max_epochs=cfg["epochs"], accelerator=cfg["accelerator"], devices=cfg["devices"], strategy=cfg["strategy"],
         num_nodes=cfg["num_nodes"], gradient_clip_val=cfg["grad_clip"] or None, gradient_clip_algorithm="norm",
-        deterministic=cfg["deterministic"], plugins=[SafetensorsCheckpointIO()], callbacks=callbacks, logger=False,
-        enable_model_summary=False, num_sanity_val_steps=0, enable_progress_bar=cfg["progress"],
-        default_root_dir=str(out), use_distributed_sampler=False)
+        deterministic=cfg["deterministic"], plugins=[SafetensorsCheckpointIO()],
+        callbacks=callbacks(cfg, ckpt_dir, len(train_loader)), logger=False, enable_model_summary=False,
+        num_sanity_val_steps=0, enable_progress_bar=cfg["progress"], default_root_dir=str(out),
+        use_distributed_sampler=False)
     last = ckpt_dir / "last.ckpt"
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):    # stdout is the result's
         warnings.filterwarnings("ignore", message=".*does not have many workers.*")
         warnings.filterwarnings("ignore", message=".*dataloader is not resumable.*")
         warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
         trainer.fit(module, train_loader, dev_loader, ckpt_path=str(last) if resume and last.exists() else None)
     if not trainer.is_global_zero:
-        return {}
-    train_seconds = module.seconds_before + time.perf_counter() - t0      # a resumed run counts its earlier time
+        return None
+    if (ckpt_dir / "best.ckpt").exists():
+        module.load_state_dict(load_tree(ckpt_dir / "best.ckpt")["state_dict"])
+    seconds = module.seconds_before + time.perf_counter() - started      # a resumed run counts its earlier time
+    return Fitted(module.epoch_rows, trainer.current_epoch, seconds, module.monitor)
 
-    # the best dev epoch's weights, evaluated on dev and test
-    best = ckpt_dir / "best.ckpt"
-    if best.exists():
-        state = load_tree(best)["state_dict"]
-        module.load_state_dict(state)
-    model.eval()
-    dev_probs = predict_probs(model, dev_items, collate, labels.multilabel)
-    dev_y = gold(dev_items, labels)
+
+def callbacks(cfg: dict, ckpt_dir: Path, batches_per_epoch: int) -> list:
+    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint, TQDMProgressBar
+    found = [ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="dev_score", mode="max", save_top_k=1,
+                             save_last=False, enable_version_counter=False),
+             ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1,
+                             enable_version_counter=False),
+             EarlyStopping("dev_score", mode="max", patience=cfg["patience"])]
+    if cfg["checkpoint_every"]:
+        found.append(StepCheckpoint(ckpt_dir / "last.ckpt", cfg["checkpoint_every"]))
+    if cfg["progress"]:
+        found.append(TQDMProgressBar(refresh_rate=max(1, batches_per_epoch // 20)))
+    return found
+
+
+# ----------------------------------------------------------------------- evaluate
+def evaluate(model, p: Prepared) -> tuple[dict, LabelMap, list | None]:
+    """Metrics of the trained model on dev and test, the labels with the decision threshold
+    tuned on dev (multi-label), and one prediction row per test example."""
+    labels, collate = p.spec.labels, collator(model, p.spec.labels)
+    dev_probs, dev_y = predict_probs(model, p.dev, collate, labels.multilabel), gold(p.dev, labels)
     if labels.multilabel:
-        labels.threshold = M.tune_threshold(dev_probs, dev_y)
+        labels = LabelMap(labels.labels, True, M.tune_threshold(dev_probs, dev_y))
     metrics = {"dev": M.compute(dev_probs, dev_y, labels.labels, labels.multilabel, labels.threshold)}
-    if test_items is not None:
-        t_probs = predict_probs(model, test_items, collate, labels.multilabel)
-        metrics["test"] = M.compute(t_probs, gold(test_items, labels), labels.labels, labels.multilabel, labels.threshold)
-        predictions = test_predictions(test, test_items, t_probs, labels)
-    else:
-        predictions = None
-    metrics["info"] = {
-        "model": cfg["model"], "kind": kind, "parameters": count_parameters(model), "parameters_with_embeddings":
-        count_parameters(model, exclude_embeddings=False), "train_examples": len(train_items),
-        "dev_examples": len(dev_items), "test_examples": len(test_items) if test_items else 0,
-        "vocab_size": len(vocab), "bad_lines_skipped": bad_count + bad.count, "truncated_texts": encoder.truncated,
-        "left_out_by_design": filtered or None,
-        "embedding_coverage": coverage.ratio if coverage else None, "epochs_run": trainer.current_epoch,
-        "best_epoch": _best_epoch(module.epoch_rows, module.monitor), "train_seconds": round(train_seconds, 2),
-        "train_examples_per_s": _mean([r["examples_per_s"] for r in module.epoch_rows]),
-        "threshold": labels.threshold if labels.multilabel else None,
-    }
-    save_run(out, cfg, model, tokenizer, vocab, labels, tag_vocab, metrics, module.epoch_rows, coverage, module.monitor,
-             predictions)
-    if not cfg.get("keep_checkpoints"):      # resume state of a finished run: its weights are in model.safetensors
-        shutil.rmtree(ckpt_dir, ignore_errors=True)
-    return metrics
+    if p.test is None:
+        return metrics, labels, None
+    probs = predict_probs(model, p.test, collate, labels.multilabel)
+    metrics["test"] = M.compute(probs, gold(p.test, labels), labels.labels, labels.multilabel, labels.threshold)
+    return metrics, labels, test_predictions(p.test_examples, p.test, probs, labels)
 
 
 def test_predictions(examples, items, probs: np.ndarray, labels) -> list[dict]:
@@ -249,6 +200,63 @@ def test_predictions(examples, items, probs: np.ndarray, labels) -> list[dict]:
         rows.append({"index": it.index, "where": examples[it.index].where, "gold": g, "pred": p,
                      "prob": round(conf, 6)})
     return rows
+
+
+def run_info(cfg: dict, model, p: Prepared, f: Fitted, bad_before: int, filtered: dict | None) -> dict:
+    """The facts of a run beside its metrics (sizes, coverage, time, the best epoch)."""
+    rows = f.rows
+    return {
+        "model": cfg["model"], "kind": p.spec.kind, "parameters": count_parameters(model),
+        "parameters_with_embeddings": count_parameters(model, exclude_embeddings=False),
+        "train_examples": len(p.train), "dev_examples": len(p.dev), "test_examples": len(p.test) if p.test else 0,
+        "vocab_size": len(p.spec.vocab), "bad_lines_skipped": bad_before + p.bad.count, "truncated_texts": p.truncated,
+        "left_out_by_design": filtered or None, "embedding_coverage": p.coverage.ratio if p.coverage else None,
+        "epochs_run": f.epochs_run, "best_epoch": _best_epoch(rows, f.monitor), "train_seconds": round(f.seconds, 2),
+        "train_examples_per_s": _mean([r["examples_per_s"] for r in rows]),
+        "threshold": p.spec.labels.threshold if p.spec.labels.multilabel else None,
+    }
+
+
+# ----------------------------------------------------------------------- save
+def save(out: Path, spec: RunSpec, model, metrics: dict, f: Fitted, predictions: list | None) -> None:
+    from . import plots
+    out.mkdir(parents=True, exist_ok=True)
+    save_weights(model, out / "model.safetensors")
+    spec.save(out)
+    write_csv(out / "log.csv", f.rows)
+    (out / "plots").mkdir(exist_ok=True)
+    plots.learning_curves(f.rows, out / "plots" / "learning_curves.png", f.monitor)
+    split = "test" if "test" in metrics else "dev"
+    if "confusion_matrix" in metrics[split]:
+        cm = metrics[split]["confusion_matrix"]
+        plots.confusion_matrix(cm["matrix"], cm["labels"], out / "plots" / "confusion_matrix.png",
+                               f"{spec.model_name} on {split}")
+    if predictions is not None:
+        write_jsonl(out / "test_predictions.jsonl", predictions)
+    write_atomic(out / "metrics.json", metrics)     # last: its presence marks a finished run
+
+
+# ----------------------------------------------------------------------- one run
+def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool, bad_count: int = 0,
+            resume: bool = False, log=print, filtered: dict | None = None) -> dict:
+    import lightning as L
+    quiet_engine()
+    started = time.perf_counter()
+    L.seed_everything(cfg["seed"], workers=True, verbose=False)
+    if cfg["threads"]:
+        torch.set_num_threads(cfg["threads"])
+    prepared = prepare(cfg, train, dev, test, kind, multilabel, log)
+    model = prepared.spec.build_model(prepared.vectors)
+    fitted = fit(cfg, model, prepared, out, resume, started)
+    if fitted is None:
+        return {}
+    metrics, labels, predictions = evaluate(model, prepared)
+    prepared.spec.labels = labels
+    metrics["info"] = run_info(cfg, model, prepared, fitted, bad_count, filtered)
+    save(out, prepared.spec, model, metrics, fitted, predictions)
+    if not cfg.get("keep_checkpoints"):      # resume state of a finished run: its weights are in model.safetensors
+        shutil.rmtree(out / "checkpoints", ignore_errors=True)
+    return metrics
 
 
 def quiet_engine() -> None:
@@ -285,58 +293,6 @@ def _best_epoch(rows, monitor):
     return max(scored, key=lambda r: r[key])["epoch"] if scored else None
 
 
-@torch.no_grad()
-def predict_probs(model, items, collate, multilabel: bool, batch_size: int = 256) -> np.ndarray:
-    from .module import logits_of, probabilities
-    loader = BatchLoader(items, batch_size, collate)
-    out = np.zeros((len(items), collate.num_classes), dtype=np.float32)
-    pos = {it.index: k for k, it in enumerate(items)}
-    device = next(model.parameters()).device
-    for batch in loader:
-        batch = _to(batch, device)
-        p = probabilities(logits_of(model(batch)), multilabel).float().cpu().numpy()
-        out[[pos[int(i)] for i in batch.index]] = p
-    return out
-
-
-def _to(batch, device):
-    if device.type == "cpu":
-        return batch
-    from lightning_utilities.core.apply_func import apply_to_collection
-    return apply_to_collection(batch, torch.Tensor, lambda t: t.to(device))
-
-
-def gold(items, labels):
-    if labels.multilabel:
-        y = np.zeros((len(items), len(labels)), dtype=np.int64)
-        for k, it in enumerate(items):
-            y[k, it.label] = 1
-        return y
-    return np.asarray([it.label for it in items], dtype=np.int64)
-
-
-def save_run(out: Path, cfg, model, tokenizer, vocab, labels, tag_vocab, metrics, rows, coverage, monitor,
-             predictions=None) -> None:
-    from . import plots
-    out.mkdir(parents=True, exist_ok=True)
-    save_weights(model, out / "model.safetensors")
-    write_atomic(out / "vocab.json", {"tokenizer": tokenizer.to_dict(), "tokens": vocab.itos,
-                                      "tags": tag_vocab.itos if tag_vocab else None,
-                                      "embedding_dim": coverage.dim if coverage else None})
-    write_atomic(out / "labels.json", labels.to_dict())
-    write_csv(out / "log.csv", rows)
-    (out / "plots").mkdir(exist_ok=True)
-    plots.learning_curves(rows, out / "plots" / "learning_curves.png", monitor)
-    split = "test" if "test" in metrics else "dev"
-    if "confusion_matrix" in metrics[split]:
-        cm = metrics[split]["confusion_matrix"]
-        plots.confusion_matrix(cm["matrix"], cm["labels"], out / "plots" / "confusion_matrix.png",
-                               f"{cfg['model']} on {split}")
-    if predictions is not None:
-        write_jsonl(out / "test_predictions.jsonl", predictions)
-    write_atomic(out / "metrics.json", metrics)     # last: its presence marks a finished run
-
-
 # ----------------------------------------------------------------------- entry point
 def default_out(cfg) -> Path:
     name = Path(cfg["data"]).stem if cfg["data"] else DEMO
@@ -346,58 +302,87 @@ def default_out(cfg) -> Path:
 def train_run(options: dict, file_options: dict | None = None, log=print, config_file=None) -> dict:
     """Train (or resume) a run and return its metrics. ``options`` uses the CLI's keys;
     ``file_options`` were read from ``config_file`` (named in errors about its values)."""
-    resume = options.get("resume")
-    if resume:
-        out = Path(resume)
-        if not (out / "config.json").exists():
-            raise DataError(out, None, "not a run directory (no config.json) to resume")
-        saved = read_json(out / "config.json")
+    if options.get("resume"):
         if file_options:
-            raise ValueError("--resume continues a run with its own config.json; drop --config")
-        changed = {k: v for k, v in options.items() if k not in RESUME_MAY_CHANGE + ("resume",)
-                   and _comparable(k, v) != _comparable(k, saved.get(k))}
-        if changed:
-            k, v = next(iter(changed.items()))
-            flag = "--" + k.replace("_", "-")
-            raise ValueError(f"--resume continues the run as it was configured; {flag} {v} differs from its "
-                             f"{saved.get(k)!r} (only {', '.join('--' + x.replace('_', '-') for x in RESUME_MAY_CHANGE)} "
-                             f"may change). For a new run with other options: --config {out / 'config.json'} "
-                             f"{flag} {v} --out NEW_DIR")
-        if (out / "metrics.json").exists() and not (out / "checkpoints" / "last.ckpt").exists() \
-                and not any(out.glob("fold-*")):
-            raise DataError(out, None, "the run has finished and its resume state was removed (train with "
-                                       "--keep-checkpoints to keep it); to train on, start a new run: --config "
-                                       f"{out / 'config.json'} --epochs N --out NEW_DIR")
-        cfg = resolve({k: v for k, v in options.items() if k in RESUME_MAY_CHANGE}, saved, out / "config.json")
-        cfg["resume"] = None
+            raise UsageError("--resume continues a run with its own config.json; drop --config")
+        cfg, out = resumed_config(Path(options["resume"]), options)
     else:
-        cfg = resolve(options, file_options, config_file)
-        check_new_run(cfg)
-        for k in PATH_KEYS:                                  # --config RUN/config.json works from anywhere
-            if k != "out" and cfg[k] and Path(cfg[k]).exists():
-                cfg[k] = str(Path(cfg[k]).resolve())
-        out = Path(cfg["out"]) if cfg["out"] else default_out(cfg)
-        if (out / "metrics.json").exists() or (out / "checkpoints").exists() or any(out.glob("fold-*")):
-            raise DataError(out, None, "the run directory already holds a run (use --resume to continue it, "
-                                       "or another --out)")
+        cfg, out = new_config(options, file_options, config_file)
     cfg["out"] = str(out)
+    check_writable(out)
     splits = load_data(cfg)
     if splits.bad.count:
         log(f"skipped {splits.bad.count} bad line(s); first: {splits.bad.skipped[0]}")
-    out.mkdir(parents=True, exist_ok=True)
+    make_run_dir(out)
     if _is_rank_zero():
-        write_atomic(out / "config.json", cfg)
+        write_config(out, cfg)
+    resume = bool(options.get("resume"))
     if splits.folds:
-        return cross_validate(cfg, splits, out, bool(resume), log)
-    return fit_one(cfg, splits.train, splits.dev, splits.test, out, splits.kind, splits.multilabel,
-                   splits.bad.count, bool(resume), log, splits.bad.filtered)
+        metrics = cross_validate(cfg, splits, out, resume, log)
+    else:
+        metrics = fit_one(cfg, splits.train, splits.dev, splits.test, out, splits.kind, splits.multilabel,
+                          splits.bad.count, resume, log, splits.bad.filtered)
+    if metrics:
+        log(f"run written to {out}")
+    return metrics
 
 
-# what a resumed run may do differently: train longer, on other hardware or with its data elsewhere,
-# checkpoint more often, with(out) a progress bar
-RESUME_MAY_CHANGE = ("epochs", "progress", "devices", "accelerator", "num_nodes", "strategy", "threads", "data_dir",
-                     "checkpoint_every", "keep_checkpoints")
-PATH_KEYS = ("data", "dev", "test", "embeddings", "data_dir", "out")
+def new_config(options: dict, file_options: dict | None, config_file) -> tuple[dict, Path]:
+    cfg = resolve(options, file_options, config_file)
+    check_new_run(cfg)
+    for k in PATH_KEYS:                                  # --config RUN/config.json works from anywhere
+        if k != "out" and cfg[k] and Path(cfg[k]).exists():
+            cfg[k] = str(Path(cfg[k]).resolve())
+    out = Path(cfg["out"]) if cfg["out"] else default_out(cfg)
+    if (out / "metrics.json").exists() or (out / "checkpoints").exists() or any(out.glob("fold-*")):
+        raise DataError(out, None, "the run directory already holds a run (use --resume to continue it, "
+                                   "or another --out)")
+    return cfg, out
+
+
+def resumed_config(out: Path, options: dict) -> tuple[dict, Path]:
+    """The run's own config, with only the options ``--resume`` may change taken from ``options``."""
+    if not (out / "config.json").exists():
+        raise DataError(out, None, "not a run directory (no config.json) to resume")
+    saved = resolve({}, read_json(out / "config.json"), out / "config.json")
+    changed = {k: v for k, v in options.items() if k not in RESUME_MAY_CHANGE + ("resume",)
+               and _comparable(k, v) != _comparable(k, saved.get(k))}
+    if changed:
+        k, v = next(iter(changed.items()))
+        flag = "--" + k.replace("_", "-")
+        raise UsageError(f"--resume continues the run as it was configured; {flag} {v} differs from its "
+                         f"{saved.get(k)!r} (only {', '.join('--' + x.replace('_', '-') for x in RESUME_MAY_CHANGE)} "
+                         f"may change). For a new run with other options: --config {out / 'config.json'} "
+                         f"{flag} {v} --out NEW_DIR")
+    if (out / "metrics.json").exists() and not (out / "checkpoints" / "last.ckpt").exists() \
+            and not any(out.glob("fold-*")):
+        raise DataError(out, None, "the run has finished and its resume state was removed (train with "
+                                   "--keep-checkpoints to keep it); to train on, start a new run: --config "
+                                   f"{out / 'config.json'} --epochs N --out NEW_DIR")
+    cfg = resolve({k: v for k, v in options.items() if k in RESUME_MAY_CHANGE}, saved, out / "config.json")
+    cfg["resume"] = None
+    return cfg, out
+
+
+def check_writable(out: Path) -> None:
+    """Refuse, before any data is read, a run directory that cannot be made: a file on its
+    path, or a folder the user may not write to."""
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise DataError(p, None, "a file, not a folder: the run directory cannot be made there "
+                                         "(choose another --out)")
+            if not os.access(p, os.W_OK | os.X_OK):
+                raise DataError(p, None, "permission denied: the run directory cannot be written there "
+                                         "(choose another --out)")
+            return
+
+
+def make_run_dir(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (PermissionError, FileExistsError, NotADirectoryError) as e:
+        raise DataError(out, None, f"the run directory cannot be made ({e.strerror}): choose another --out") from None
 
 
 def _comparable(key: str, value):
@@ -415,23 +400,32 @@ def cross_validate(cfg, splits, out: Path, resume: bool, log=print) -> dict:
     """k-fold CV: each fold trains on k-1 folds (10% of them held out as dev) and tests on the
     remaining fold; metrics.json holds every fold and the mean and standard deviation."""
     folds = []
-    for k, (tr_idx, te_idx) in enumerate(splits.folds, 1):
+    for k in range(1, len(splits.folds) + 1):
         fold_dir = out / f"fold-{k}"
         if (fold_dir / "metrics.json").exists():
             folds.append(read_json(fold_dir / "metrics.json"))
             continue
-        train = [splits.train[i] for i in tr_idx]
-        test = [splits.train[i] for i in te_idx]
-        train, dev = holdout(train)
+        train, dev, test = fold_splits(splits, k)
         log(f"fold {k}/{len(splits.folds)}: train {len(train)}, dev {len(dev)}, test {len(test)}")
         if _is_rank_zero():                       # each fold a run directory of its own: load / evaluate it
             fold_dir.mkdir(parents=True, exist_ok=True)
-            write_atomic(fold_dir / "config.json", cfg)
+            write_config(fold_dir, cfg)
         m = fit_one(cfg, train, dev, test, fold_dir, splits.kind, splits.multilabel, splits.bad.count,
                     resume and (fold_dir / "checkpoints").exists(), log)
         if not m:
             return {}
         folds.append(m)
+    metrics = {**cv_summary(folds), "cv": {"folds": len(folds), "seed": cfg["cv_seed"],
+                                           "test_accuracy": [f["test"]["accuracy"] for f in folds]},
+               "info": {"model": cfg["model"], "parameters": folds[0]["info"]["parameters"],
+                        "train_seconds": sum(f["info"]["train_seconds"] for f in folds),
+                        "train_examples_per_s": _mean([f["info"]["train_examples_per_s"] for f in folds])}}
+    write_atomic(out / "metrics.json", metrics)
+    return metrics
+
+
+def cv_summary(folds: list) -> dict:
+    """Mean and standard deviation over folds of each headline metric, on dev and test."""
     summary = {}
     for split in ("dev", "test"):
         summary[split] = {}
@@ -440,10 +434,4 @@ def cross_validate(cfg, splits, out: Path, resume: bool, log=print) -> dict:
             if vals:
                 summary[split][key] = float(np.mean(vals))
                 summary[split][f"{key}_std"] = float(np.std(vals))
-    metrics = {**summary, "cv": {"folds": len(folds), "seed": cfg["cv_seed"],
-                                 "test_accuracy": [f["test"]["accuracy"] for f in folds]},
-               "info": {"model": cfg["model"], "parameters": folds[0]["info"]["parameters"],
-                        "train_seconds": sum(f["info"]["train_seconds"] for f in folds),
-                        "train_examples_per_s": _mean([f["info"]["train_examples_per_s"] for f in folds])}}
-    write_atomic(out / "metrics.json", metrics)
-    return metrics
+    return summary

@@ -1,5 +1,6 @@
-"""The run directory: config.json, model.safetensors, vocab.json, labels.json, metrics.json,
-log.csv, plots/. Every file is written to a temporary name and renamed (atomic); no pickle."""
+"""Files of a run directory (config.json, model.safetensors, vocab.json, labels.json, metrics.json,
+log.csv, plots/): every file is written to a temporary name and renamed (atomic), with the same
+permissions as any file the user writes; no pickle."""
 from __future__ import annotations
 
 import csv
@@ -39,11 +40,31 @@ def save_weights(model: torch.nn.Module, path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
     save_file(state, str(tmp), metadata={"format": "adaptext"})
+    os.chmod(tmp, 0o666 & ~_umask())          # safetensors writes 0600; the run's other files follow the umask
     os.replace(tmp, path)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def load_weights(model: torch.nn.Module, path) -> None:
-    model.load_state_dict(load_file(str(path)), strict=True)
+    """The weights of ``path`` into ``model``; a damaged file, or weights of another model or size,
+    is a ``DataError`` naming the file."""
+    from safetensors import SafetensorError
+    from ..data.errors import DataError
+    try:
+        state = load_file(str(path))
+    except (SafetensorError, OSError) as e:
+        raise DataError(path, None, f"not a readable safetensors file ({e}): the run directory is damaged") from None
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        first = next((l.strip() for l in str(e).splitlines()[1:] if l.strip()), str(e))
+        raise DataError(path, None, f"weights that do not fit this run's config.json and vocab.json (copied from "
+                                    f"another run?): {first}") from None
 
 
 def write_jsonl(path, rows: list[dict]) -> None:
