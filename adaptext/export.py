@@ -169,22 +169,7 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
         raise UsageError(f"--length {length} is shorter than the model's widest filter ({min_length})")
     graph = ExportGraph(model, kind, multilabel).eval()
     names = INPUTS[kind]
-    quiet = logging.getLogger("torch.onnx")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
-    # the exporter swaps in a while-loop GRU / LSTM (free lengths) by editing the ops' kernels,
-    # which a dispatch cache filled by an earlier export in this process hides: clear it
-    for op in (torch.ops.aten.gru.input, torch.ops.aten.lstm.input):
-        op._dispatch_cache.clear()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")            # the exporter's own notices, not the user's concern
-            program = torch.onnx.export(graph, sample_inputs(kind, vocab_size, min_length, length), dynamo=True,
-                                        input_names=list(names), output_names=["logits", "probs"],
-                                        opset_version=opset, dynamic_shapes=dynamic_shapes(kind, min_length,
-                                                                                           length is not None))
-    finally:
-        quiet.setLevel(level)
+    program = _trace(graph, kind, vocab_size, min_length, length, opset)
     if length is None and not all(_free_length(i) for i in program.model_proto.graph.input
                                   if not i.name.endswith("lengths")):
         raise UsageError(f"{name} unrolls a loop over the text length, so its graph needs one length: export "
@@ -196,19 +181,11 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
     if length is None:
         checks.append(sample_inputs(kind, vocab_size, min_length, None, batch=3, seed=2, contexts=4, shortest=True))
     try:
-        session = ort.InferenceSession(str(unchecked), providers=["CPUExecutionProvider"])
-        diff = diff_logits = 0.0
-        for check in checks:
-            got = session.run(["logits", "probs"], {n: a.numpy() for n, a in zip(names, check)})
-            with torch.no_grad():
-                want = graph(*check)
-            diff = max(diff, float((torch.from_numpy(got[1]) - want[1]).abs().max()))
-            # logits: the same bound relative to their size (probabilities near 0 or 1 hide logit errors)
-            diff_logits = max(diff_logits, float(((torch.from_numpy(got[0]) - want[0]).abs()
-                                                  / want[0].abs().clamp_min(1.0)).max()))
+        diff, diff_logits = _compare(graph, ort.InferenceSession(str(unchecked), providers=["CPUExecutionProvider"]),
+                                     names, checks)
         if not (diff <= TOLERANCE and diff_logits <= TOLERANCE):
             raise ExportCheckFailed(f"the exported graph differs from PyTorch by {diff:.2e} in probabilities and "
-                               f"{diff_logits:.2e} in logits (relative; more than {TOLERANCE:g}): not written")
+                                    f"{diff_logits:.2e} in logits (relative; more than {TOLERANCE:g}): not written")
         unchecked.replace(path)
     finally:                                   # a graph that failed (or could not run) its check is not kept
         unchecked.unlink(missing_ok=True)
@@ -216,6 +193,40 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
     return {"min_length": min_length, "opset": opsets[0] if opsets else None,
             "check": {"batches": [list(c[0].shape) for c in checks],
                       "max_abs_diff_probs": diff, "max_rel_diff_logits": diff_logits}}
+
+
+def _trace(graph: ExportGraph, kind: str, vocab_size: int, min_length: int, length: int | None, opset):
+    """The ONNX program of ``graph`` (dynamo exporter), its notices kept out of the user's terminal."""
+    quiet = logging.getLogger("torch.onnx")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    # the exporter swaps in a while-loop GRU / LSTM (free lengths) by editing the ops' kernels,
+    # which a dispatch cache filled by an earlier export in this process hides: clear it
+    for op in (torch.ops.aten.gru.input, torch.ops.aten.lstm.input):
+        op._dispatch_cache.clear()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")            # the exporter's own notices, not the user's concern
+            return torch.onnx.export(graph, sample_inputs(kind, vocab_size, min_length, length), dynamo=True,
+                                     input_names=list(INPUTS[kind]), output_names=["logits", "probs"],
+                                     opset_version=opset,
+                                     dynamic_shapes=dynamic_shapes(kind, min_length, length is not None))
+    finally:
+        quiet.setLevel(level)
+
+
+def _compare(graph: ExportGraph, session, names, checks) -> tuple[float, float]:
+    """The largest difference between onnxruntime's and PyTorch's outputs over ``checks``: in
+    probabilities, and in logits relative to their size (probabilities near 0 or 1 hide logit errors)."""
+    diff = diff_logits = 0.0
+    for check in checks:
+        got = session.run(["logits", "probs"], {n: a.numpy() for n, a in zip(names, check)})
+        with torch.no_grad():
+            want = graph(*check)
+        diff = max(diff, float((torch.from_numpy(got[1]) - want[1]).abs().max()))
+        diff_logits = max(diff_logits, float(((torch.from_numpy(got[0]) - want[0]).abs()
+                                              / want[0].abs().clamp_min(1.0)).max()))
+    return diff, diff_logits
 
 
 def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = None, log=print) -> dict:

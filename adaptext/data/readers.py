@@ -253,20 +253,7 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
     first_line, first = next(rows, (None, None))
     if first is None:
         raise DataError(path, 1, "the file is empty")
-    if header:
-        cols = {c.strip(): k for k, c in enumerate(first)}
-
-        def idx(name, role):
-            if name is None:
-                return None
-            if name not in cols:
-                hint = ("; a file without a header, like AG News and the other Zhang et al. sets: --format zhang"
-                        if first and first[0].strip().isdigit() else "")
-                raise DataError(path, 1, f"no {role} column {name!r} in the header (columns: {', '.join(cols)}){hint}")
-            return cols[name]
-        ti, pi, li = idx(text_col, "text"), idx(pair_col, "pair"), idx(label_col, "label") if label_col else None
-    else:
-        ti, pi, li = int(text_col), (int(pair_col) if pair_col is not None else None), (int(label_col) if label_col is not None else None)
+    ti, pi, li = _table_columns(path, first, header, text_col, pair_col, label_col)
     width = len(first)                          # the header's (or first row's) fields
     need = max(x for x in (ti, pi, li) if x is not None) + 1
     if need > width:
@@ -297,6 +284,35 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
     return out
 
 
+def _table_columns(path, first: list, header: bool, text_col, pair_col, label_col) -> tuple:
+    """Field indices of the text, pair and label columns: by name in the header row ``first``,
+    or as 0-based indices in a file without a header."""
+    if not header:
+        return (int(text_col), int(pair_col) if pair_col is not None else None,
+                int(label_col) if label_col is not None else None)
+    cols = {c.strip(): k for k, c in enumerate(first)}
+
+    def idx(name, role):
+        if name is None:
+            return None
+        if name not in cols:
+            hint = ("; a file without a header, like AG News and the other Zhang et al. sets: --format zhang"
+                    if first and first[0].strip().isdigit() else "")
+            raise DataError(path, 1, f"no {role} column {name!r} in the header (columns: "
+                                     f"{shorten(', '.join(cols))}){hint}")
+        fields = [k + 1 for k, c in enumerate(first) if c.strip() == name]
+        if len(fields) > 1:
+            raise DataError(path, 1, f"the {role} column {name!r} appears {len(fields)} times in the header "
+                                     f"(fields {', '.join(map(str, fields))}): rename all but one")
+        return cols[name]
+    return idx(text_col, "text"), idx(pair_col, "pair"), idx(label_col, "label") if label_col else None
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """A piece of the user's file quoted in an error, cut to ``limit`` characters."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
+
+
 # ------------------------------------------------------------ JSONL
 def _json_label(value, path, i, bad, name_of=None):
     if isinstance(value, list):
@@ -320,58 +336,60 @@ def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_
     bad = bad or BadLines()
     out = []
     for i, line in iter_lines(path, encoding, bad):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            bad(path, i, f"invalid JSON ({e.msg} at column {e.colno})")
-            continue
-        if not isinstance(obj, dict):
-            bad(path, i, "expected a JSON object")
-            continue
-        if text_col not in obj:
-            bad(path, i, f"no {text_col!r} field")
-            continue
-        txt = obj[text_col]
-        if not isinstance(txt, str):
-            bad(path, i, f"{text_col!r} must be a string, found {type(txt).__name__}")
-            continue
-        if not _check_text(txt, path, i, bad):
+        obj = _json_object(line, text_col, path, i, bad) if line.strip() else None
+        if obj is None:
             continue
         label = None
         if not unlabelled:
-            if label_col not in obj:
-                bad(path, i, f"no {label_col!r} field")
-                continue
-            raw = obj[label_col]
-            if isinstance(raw, str) and raw in skip_labels:
-                bad.filter(f"label {raw!r}")
-                continue
-            if isinstance(raw, str) and label_sep:
-                raw = [p.strip() for p in raw.split(label_sep) if p.strip()]
-            label = _json_label(raw, path, i, bad)
+            label = _jsonl_label(obj, label_col, skip_labels, label_sep, path, i, bad)
             if label is None:
                 continue
-        where = _where(path, i)
-        if contexts_col:
-            ctx = obj.get(contexts_col)
-            if isinstance(ctx, str):
-                ctx = [ctx]
-            if not isinstance(ctx, list) or not ctx or not all(isinstance(c, str) and c.strip() for c in ctx):
-                bad(path, i, f"{contexts_col!r} must be a non-empty list of non-empty texts")
-                continue
-            out.append(ContextsExample(txt, tuple(ctx), label, where))
-        elif pair_col:
-            p = obj.get(pair_col)
-            if not isinstance(p, str) or not _check_text(p, path, i, bad):
-                if not isinstance(p, str):
-                    bad(path, i, f"no {pair_col!r} text")
-                continue
-            out.append(PairExample(txt, p, label, where))
-        else:
-            out.append(TextExample(txt, label, where))
+        example = _jsonl_example(obj, obj[text_col], label, pair_col, contexts_col, path, i, bad)
+        if example is not None:
+            out.append(example)
     return out
+
+
+def _json_object(line: str, text_col: str, path, i: int, bad: BadLines):
+    """The line's JSON object, if it is one with a non-empty text; else the problem is reported."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        return bad(path, i, f"invalid JSON ({e.msg} at column {e.colno})")
+    if not isinstance(obj, dict):
+        return bad(path, i, "expected a JSON object")
+    if text_col not in obj:
+        return bad(path, i, f"no {text_col!r} field")
+    if not isinstance(obj[text_col], str):
+        return bad(path, i, f"{text_col!r} must be a string, found {type(obj[text_col]).__name__}")
+    return obj if _check_text(obj[text_col], path, i, bad) else None
+
+
+def _jsonl_label(obj: dict, label_col: str, skip_labels, label_sep, path, i: int, bad: BadLines):
+    if label_col not in obj:
+        return bad(path, i, f"no {label_col!r} field")
+    raw = obj[label_col]
+    if isinstance(raw, str) and raw in skip_labels:
+        return bad.filter(f"label {raw!r}")
+    if isinstance(raw, str) and label_sep:
+        raw = [p.strip() for p in raw.split(label_sep) if p.strip()]
+    return _json_label(raw, path, i, bad)
+
+
+def _jsonl_example(obj: dict, txt: str, label, pair_col, contexts_col, path, i: int, bad: BadLines):
+    where = _where(path, i)
+    if contexts_col:
+        ctx = obj.get(contexts_col)
+        ctx = [ctx] if isinstance(ctx, str) else ctx
+        if not isinstance(ctx, list) or not ctx or not all(isinstance(c, str) and c.strip() for c in ctx):
+            return bad(path, i, f"{contexts_col!r} must be a non-empty list of non-empty texts")
+        return ContextsExample(txt, tuple(ctx), label, where)
+    if pair_col:
+        p = obj.get(pair_col)
+        if not isinstance(p, str):
+            return bad(path, i, f"no {pair_col!r} text")
+        return PairExample(txt, p, label, where) if _check_text(p, path, i, bad) else None
+    return TextExample(txt, label, where)
 
 
 def read_nli_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8"):
@@ -395,7 +413,7 @@ def read_sick(path, bad: BadLines | None = None, encoding: str = "utf-8"):
     label_col = "entailment_judgment" if "entailment_judgment" in cols else "entailment_label"
     for need in ("sentence_A", "sentence_B", label_col):
         if need not in cols:
-            raise DataError(path, 1, f"no {need!r} column in the header (columns: {', '.join(cols)})")
+            raise DataError(path, 1, f"no {need!r} column in the header (columns: {shorten(', '.join(cols))})")
     a, b, lab = cols["sentence_A"], cols["sentence_B"], cols[label_col]
     pid = cols.get("pair_ID")
     out = []

@@ -34,11 +34,6 @@ def _encode(model, tree_batch) -> dict:
 def draw_tree(model, batch, tree, out_png, dim: int = 0, label_names=None, index: int = 0) -> dict:
     """Draw tree ``index`` of ``batch`` (``tree``: the same tree as a ``Tree``, for its words
     and tags) to ``out_png``. Returns the drawn values: per node word, tag, value, prediction."""
-    import matplotlib
-    from matplotlib import cm, colors
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     tb = batch.tree
     out = _encode(model, tb)
     nodes = (tb.tree_of == index).nonzero().flatten()
@@ -54,7 +49,19 @@ def draw_tree(model, batch, tree, out_png, dim: int = 0, label_names=None, index
         p = out["node_logits"][nodes].argmax(1).tolist()
         preds = [label_names[i] if label_names is not None else str(i) for i in p]
 
-    # layout: leaves left to right, a parent above the middle of its children, y = height
+    _plot_tree(tree, vals, preds, f"{key}[{dim}]", out_png)
+    return {"value": key, "dim": dim,
+            "nodes": [{"word": tree.words[i], "tag": tree.tags[i], "value": float(vals[i]),
+                       "predicted": None if preds is None else preds[i]} for i in range(len(tree))]}
+
+
+def _plot_tree(tree, vals: np.ndarray, preds, value_name: str, out_png) -> None:
+    """Leaves left to right, a parent above the middle of its children at its height; inner
+    nodes coloured by ``vals``."""
+    import matplotlib
+    from matplotlib import cm, colors
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
     n = len(tree)
     x, y = np.zeros(n), np.asarray(tree.heights(), dtype=float)
     k = 0
@@ -67,7 +74,6 @@ def draw_tree(model, batch, tree, out_png, dim: int = 0, label_names=None, index
     lim = float(np.abs(vals[inner]).max()) if inner else 1.0
     norm = colors.Normalize(-lim or -1.0, lim or 1.0)
     cmap = matplotlib.colormaps["coolwarm"]
-
     fig = Figure(figsize=(max(6.0, 0.9 * k + 1), max(3.5, 0.8 * (y.max() + 2))))
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
@@ -79,23 +85,18 @@ def draw_tree(model, batch, tree, out_png, dim: int = 0, label_names=None, index
         if tree.left[i] < 0:
             text, face = f"{tree.words[i]}\n{tag}", "white"
         else:
-            text = tag + (f"\n{preds[i]}" if preds is not None else "")
-            face = cmap(norm(vals[i]))
+            text, face = tag + (f"\n{preds[i]}" if preds is not None else ""), cmap(norm(vals[i]))
         ax.text(x[i], y[i], text, ha="center", va="center", fontsize=7, zorder=2,
                 bbox=dict(boxstyle="round,pad=0.25", fc=face, ec="0.3", lw=0.5))
     ax.set_xlim(-1, max(k, 1))
     ax.set_ylim(-1, y.max() + 1)
     ax.axis("off")
-    sm = cm.ScalarMappable(norm=norm, cmap=cmap)
-    fig.colorbar(sm, ax=ax, fraction=0.03, pad=0.01, label=f"{key}[{dim}]")
+    fig.colorbar(cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, fraction=0.03, pad=0.01, label=value_name)
     root_pred = f" (predicted: {preds[tree.root]})" if preds is not None else ""
     ax.set_title(" ".join(tree.leaves())[:120] + root_pred, fontsize=8)
     fig.tight_layout()
     Path(out_png).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out_png, dpi=120)
-    return {"value": key, "dim": dim,
-            "nodes": [{"word": tree.words[i], "tag": tree.tags[i], "value": float(vals[i]),
-                       "predicted": None if preds is None else preds[i]} for i in range(n)]}
 
 
 def top_node_types(model, loader_or_batches, k: int = 10, tag_names=None, min_count: int = 3) -> dict:

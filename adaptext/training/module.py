@@ -10,13 +10,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..data.errors import UsageError
 from ..runs import metrics as M
 from ..runs.files import write_csv
 from ..runs.pipeline import logits_of, probabilities
 from .optim import Adadelta, Adagrad, param_groups
 
 
-class Diverged(ValueError):
+class Diverged(UsageError):
     """The training loss is no longer a finite number: the run stops instead of saving nonsense."""
 
 
