@@ -1,4 +1,6 @@
-"""Shared fixtures: small real slices of ../shared/data (resolved from the repository root)."""
+"""Shared fixtures: small real slices of the TREC questions bundled in the package (always
+there) and of ../shared/data (resolved from the repository root; tests that need it skip
+without it)."""
 from __future__ import annotations
 
 import os
@@ -9,8 +11,9 @@ import torch
 
 from adaptext.data import readers as R
 from adaptext.data.batching import Collator, Encoder
-from adaptext.data.examples import ContextsExample
+from adaptext.data.examples import ContextsExample, PairExample, TreeExample, TreePairExample
 from adaptext.data.text import LabelMap, Tokenizer, Vocab
+from adaptext.data.trees import tree_from_brackets
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("ADAPTEXT_DATA") or ROOT / ".." / "shared" / "data").resolve()   # a GPU machine: a copied slice
@@ -19,12 +22,45 @@ os.environ.setdefault("NLTK_DATA", str(DATA / "nltk_data"))
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
 needs_data = pytest.mark.skipif(not DATA.exists(), reason="../shared/data is not beside the repository")
+BUNDLED_TREC = ROOT / "adaptext" / "resources" / "trec" / "train.txt.gz"
+
+
+def bundled_examples(kind: str, n: int = 8):
+    """n examples of a task kind made from the bundled TREC questions, with no external data:
+    texts; pairs and contexts of neighbouring questions (labelled by the first); the questions
+    as balanced binary trees with every node labelled (trees) or root-labelled (tree pairs)."""
+    questions = R.read_trec_raw(BUNDLED_TREC)[: n + 3]
+    if kind == "text":
+        return questions[:n]
+    if kind == "pair":
+        return [PairExample(q.text, questions[i + 1].text, q.label, q.where) for i, q in enumerate(questions[:n])]
+    if kind == "contexts":
+        return [ContextsExample(q.text, tuple(c.text for c in questions[i + 1: i + 2 + i % 3]), q.label, q.where)
+                for i, q in enumerate(questions[:n])]
+    if kind == "tree":
+        return [TreeExample(_balanced(q.text, q.label), q.label, q.where) for q in questions[:n]]
+    if kind == "tree_pair":
+        return [TreePairExample(_balanced(q.text, "X"), _balanced(questions[i + 1].text, "X"), q.label, q.where)
+                for i, q in enumerate(questions[:n])]
+    raise ValueError(kind)
+
+
+def _balanced(text: str, label: str):
+    """A balanced binary tree over the text's words, every node labelled ``label``."""
+    def brackets(words):
+        if len(words) == 1:
+            return f"({label} {words[0]})"
+        mid = len(words) // 2
+        return f"({label} {brackets(words[:mid])} {brackets(words[mid:])})"
+    words = [w.replace("(", "-LRB-").replace(")", "-RRB-") for w in text.split()]
+    return tree_from_brackets(brackets(words), labels_are="labels")
 
 
 def real_examples(kind: str, n: int = 8):
-    """n real examples of a task kind, from the shared benchmark data."""
+    """n real examples of a task kind: TREC questions (bundled), SICK pairs, SST trees, SICK tree
+    pairs (from the shared benchmark data)."""
     if kind == "text":
-        return R.read_trec_raw(DATA / "trec/raw/TREC.train")[:n]
+        return bundled_examples("text", n)
     if kind == "pair":
         return R.read_sick(DATA / "sick/SICK_train.txt")[:n]
     if kind == "contexts":
@@ -74,23 +110,39 @@ def encode_for(examples, tokenizer_level: str = "word"):
     return items, len(vocab), len(labels), len(tag_vocab) if tag_vocab else 0, labels.multilabel
 
 
-def collate_for(items, num_classes, model, multilabel=False):
-    """Collate as training does: padded to the model's ``min_length`` / ``fixed_length``."""
-    return Collator(num_classes, multilabel, getattr(model, "min_length", 1), getattr(model, "fixed_length", 0))(items)
+def collate_for(items, num_classes, model, multilabel=False, pad_to: int = 0):
+    """Collate as training does: padded to the model's ``min_length`` (or ``pad_to``, when
+    longer) / ``fixed_length``."""
+    return Collator(num_classes, multilabel, max(model.min_length, pad_to), model.fixed_length)(items)
+
+
+def assert_alone_equals_batched(model, items, num_classes, pad_to: int = 0, atol: float = 1e-5):
+    """Padding changes nothing: each example's logits alone equal its logits inside the batch,
+    padded to its longest text or to ``pad_to`` positions (tree batches: beside other trees)."""
+    model.eval()
+    with torch.no_grad():
+        together = _logits(model(collate_for(items, num_classes, model, pad_to=pad_to)))
+        alone = torch.cat([_logits(model(collate_for([it], num_classes, model))) for it in items])
+    assert torch.allclose(alone, together, atol=atol), (alone - together).abs().max()
+    assert not torch.allclose(together[0], together[1])          # the examples do get different logits
+
+
+def _logits(out):
+    return out["logits"] if isinstance(out, dict) else out
 
 
 CASE_SIZE = 6
 
 
 def registered_case(name: str, kind: str):
-    """(model, batch, number of classes) of a registered model at its test size, on ``CASE_SIZE``
-    real examples of a task kind."""
+    """(model, items, number of classes) of a registered model at its test size, on ``CASE_SIZE``
+    examples of a task kind made from the bundled questions."""
     from adaptext.registry import create_model, get_entry
     entry = get_entry(name)
-    examples = real_examples(kind, CASE_SIZE)
+    examples = bundled_examples(kind, CASE_SIZE)
     if entry.needs_tags:
         examples = with_simple_tags(examples)
     items, vocab_size, num_classes, n_tags, _ = encode_for(examples, entry.tokenizer)
     model = create_model(name, num_classes=num_classes, vocab_size=vocab_size, kind=kind,
                          tag_vocab_size=n_tags, **entry.test_config)
-    return model, collate_for(items, num_classes, model), num_classes
+    return model, items, num_classes

@@ -16,7 +16,7 @@ from adaptext.models.attconv import join_contexts
 from adaptext.nn.attentive import MATCHINGS, VARIANTS, AttentiveConv1d
 from adaptext.registry import create_model, get_entry
 
-from conftest import collate_for, encode_for, needs_data
+from conftest import assert_alone_equals_batched, collate_for, encode_for, needs_data
 from conftest import real_examples as _real_examples
 
 TINY = {"embed_dim": 8, "hidden": 6}
@@ -192,13 +192,7 @@ def check_model(model, items, num_classes):
     torch.nn.functional.cross_entropy(logits, batch.labels).backward()
     missing = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
     assert not missing, missing
-    # eval: a text's output is the same alone as in the padded batch
-    model.eval()
-    with torch.no_grad():
-        full = model(batch)
-        for i, it in enumerate(items):
-            alone = model(collate_for([it], num_classes, model))
-            assert torch.allclose(full[i], alone[0], atol=1e-5), i
+    assert_alone_equals_batched(model, items, num_classes)
 
 
 @needs_data

@@ -12,7 +12,7 @@ from adaptext.nn.adaptive import AdaptiveConv1d
 from adaptext.nn.qrnn import linear_scan
 from adaptext.training.optim import Adadelta, Adagrad, param_groups
 
-from conftest import needs_data, registered_case
+from conftest import collate_for, needs_data, registered_case
 from test_adaptive import C_IN, C_OUT, G, naive_forward, padded_batch
 from test_encoders import scan_reference
 from test_optim import Bag, batches, train
@@ -43,7 +43,8 @@ def logits_of(out):
 @pytest.mark.parametrize("name,kind", CASES, ids=[f"{n}-{k}" for n, k in CASES])
 def test_model_on_cuda_equals_cpu(name, kind):
     torch.manual_seed(0)
-    model, batch, _ = registered_case(name, kind)
+    model, items, num_classes = registered_case(name, kind)
+    batch = collate_for(items, num_classes, model)
     model.eval()
     with torch.no_grad():
         cpu = logits_of(model(batch))

@@ -7,14 +7,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from adaptext.data.batching import Collator
 from adaptext.models.encoders import DCNNLayer, dynamic_k, kmax_pool
 from adaptext.nn.fcn import DilatedStack, ScaledDotAttention, SimplifiedAttention
 from adaptext.nn.lightconv import DynamicConv1d, LightweightConv1d
 from adaptext.nn.qrnn import QRNNLayer, linear_scan
 from adaptext.registry import create_model
 
-from conftest import encode_for, needs_data, real_examples
+from conftest import assert_alone_equals_batched, encode_for, real_examples
 
 
 def lengths_mask(lengths, T):
@@ -299,15 +298,8 @@ def test_simplified_attention_matches_per_sample_reference(heads, width):
 def _alone_vs_padded(name, level, pad_to, **config):
     torch.manual_seed(9)
     items, vocab_size, num_classes, _, _ = encode_for(real_examples("text", 6), level)
-    model = create_model(name, num_classes=num_classes, vocab_size=vocab_size, **config).eval()
-    minimum = getattr(model, "min_length", 1)
-    with torch.no_grad():
-        batch = Collator(num_classes, min_length=max(pad_to, minimum))(items)
-        assert batch.text.shape[1] >= pad_to
-        together = model(batch)
-        alone = torch.cat([model(Collator(num_classes, min_length=minimum)([it])) for it in items])
-    assert torch.allclose(alone, together, atol=1e-5), (alone - together).abs().max()
-    assert not torch.allclose(together[0], together[1])          # the texts do get different logits
+    model = create_model(name, num_classes=num_classes, vocab_size=vocab_size, **config)
+    assert_alone_equals_batched(model, items, num_classes, pad_to=pad_to)
 
 
 FCN_VARIANTS = [("none", 1, "max"), ("scaled-dot", 1, "max"), ("scaled-dot", 8, "max"), ("simplified", 1, "max"),
@@ -315,14 +307,12 @@ FCN_VARIANTS = [("none", 1, "max"), ("scaled-dot", 1, "max"), ("scaled-dot", 8, 
                 ("none", 1, "gru"), ("none", 1, "strided"), ("local", 8, "strided")]
 
 
-@needs_data
 @pytest.mark.parametrize("attention,heads,pooling", FCN_VARIANTS, ids=[f"{a}-{h}-{p}" for a, h, p in FCN_VARIANTS])
 def test_fcn_any_length(attention, heads, pooling):
     _alone_vs_padded("fcn", "char", 600, attention=attention, heads=heads, pooling_head=pooling,
                      filters=24, causal_filters=24, head_hidden=16)
 
 
-@needs_data
 def test_fcn_word_level_any_length():
     _alone_vs_padded("fcn", "word", 200, attention="scaled-dot", heads=8, filters=16, causal_filters=16)
 
@@ -337,7 +327,6 @@ ENCODERS = [("qrnn", dict(embed_dim=8, hidden=6, layers=2, bidirectional=True)),
             ("bov", dict(embed_dim=8, hidden=6))]
 
 
-@needs_data
 @pytest.mark.parametrize("name,config", ENCODERS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(ENCODERS)])
 def test_encoder_any_length(name, config):
     _alone_vs_padded(name, "word", 80, **config)

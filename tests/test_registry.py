@@ -10,16 +10,16 @@ from adaptext.cli import main
 from adaptext.registry import (DataSpec, Options, choice, count_parameters, create_model, get_entry, list_models,
                                register_model)
 
-from conftest import CASE_SIZE, needs_data, registered_case
+from conftest import CASE_SIZE, assert_alone_equals_batched, collate_for, registered_case
 
 CASES = [(name, kind) for name in list_models() for kind in get_entry(name).inputs]
 
 
-@needs_data
 @pytest.mark.parametrize("name,kind", CASES, ids=[f"{n}-{k}" for n, k in CASES])
 def test_forward_backward(name, kind):
     torch.manual_seed(0)
-    model, batch, num_classes = registered_case(name, kind)
+    model, items, num_classes = registered_case(name, kind)
+    batch = collate_for(items, num_classes, model)
     model.train()
     out = model(batch)
     logits = out["logits"] if isinstance(out, dict) else out
@@ -32,6 +32,14 @@ def test_forward_backward(name, kind):
     missing = [n for n, p in trainable if p.grad is None]
     assert not missing, f"no gradient reaches {missing[:5]}"
     assert count_parameters(model) > 0
+
+
+@pytest.mark.parametrize("name,kind", CASES, ids=[f"{n}-{k}" for n, k in CASES])
+def test_an_example_alone_equals_it_inside_a_padded_batch(name, kind):
+    """Padding (40 positions past the longest text) and batch neighbours change no logit."""
+    torch.manual_seed(0)
+    model, items, num_classes = registered_case(name, kind)
+    assert_alone_equals_batched(model, items, num_classes, pad_to=max(it.length() for it in items) + 40)
 
 
 def test_unknown_option_is_a_clear_error():
