@@ -19,7 +19,7 @@ embeddings, widths 3/4/5 x 100 filters, g = 600, b = 20, n = 5). Rows:
   paths without the GRU that both forms share; and against layer-static, Kim's three static
   convolutions alone from the same input: what generating the filters costs, GRU aside.
 
-Targets (issue 4): hashed >= 0.5x kim_cnn; each fast path >= 5x its naive form.
+Targets: hashed >= 0.5x kim_cnn (not reachable with the paper's GRU context, see the README); each fast path >= 5x its naive form.
 
     python benchmarks/adaptive_speed.py --out benchmarks/results/adaptive_speed.json
     python benchmarks/adaptive_speed.py --quick --out /tmp/adaptive_speed.json   # checks it works

@@ -1,4 +1,4 @@
-"""Speed and memory of the lecture's encoders against their usual alternatives (issue 7):
+"""Speed and memory of the comparison encoders against their usual alternatives:
 
 - ``qrnn`` (one layer, window 2; fo-pooling by the default scan, a loop over time steps on
   CPU) and ``qrnn_parallel`` (the same with the Hillis-Steele prefix scan) vs

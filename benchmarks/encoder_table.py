@@ -1,4 +1,4 @@
-"""The lecture's encoders on SST-1, SST-2 and TREC: bag of vectors, DCNN, QRNN, gated CNN,
+"""The comparison encoders on SST-1, SST-2 and TREC: bag of vectors, DCNN, QRNN, gated CNN,
 LightConv, DynamicConv, the character-level FCN and Kim's CNN, mean / std over seeds; DCNN
 beside its published figures (Kalchbrenner et al. 2014: SST-1 48.5, SST-2 86.8, TREC 93.0).
 

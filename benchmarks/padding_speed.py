@@ -1,5 +1,5 @@
 """What DenseCNN's fixed input length costs, with and without adaptive convolution, and what
-stopping at the batch's longest text saves (issue 4).
+stopping at the batch's longest text saves.
 
 DenseCNN reads every text padded to 300 words, so on sentence benchmarks most positions are
 padding, and in ``ac_densecnn`` each block's context GRUs (g = 600) read it all. DenseCNN now

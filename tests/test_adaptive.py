@@ -247,7 +247,7 @@ def test_region_max_pool_equals_loop():
 # Our counts at the paper's sizes (embeddings excluded, 2 classes) against Table 3. Rows
 # outside 15%, explained: the paper's DPCNN baseline (3.1M) is the size of a DPCNN with
 # Johnson & Zhang's 250 feature maps, while its adaptive forms (7.1M / 220M) match 100 maps
-# (as the issue and our ac_dpcnn); DenseCNN's baseline and hashed rows differ by a roughly
+# (as our ac_dpcnn); DenseCNN's baseline and hashed rows differ by a roughly
 # constant 1.8-2.7M of parts the paper does not describe (Wang et al.'s own network has extra
 # feature-transformation layers), while the full row and the adaptive increments match.
 EXPLAINED = {("dpcnn", "-"), ("densecnn", "-"), ("ac_densecnn", "hashed")}

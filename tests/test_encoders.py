@@ -1,4 +1,4 @@
-"""The lecture's encoders (issue 7): each fast layer against a straightforward reference
+"""The comparison encoders: each fast layer against a straightforward reference
 written here, causality of the dilated stack, and the any-length property (a text's
 logits alone == its logits inside a batch padded far longer) for fcn and every encoder."""
 import math

@@ -296,7 +296,7 @@ def test_byte_order_mark_long_fields_tab_txt_and_label_separators(tmp_path):
 
 
 def test_rows_are_never_lost_or_invented(tmp_path):
-    """Found by a user review: a row with too many fields became a made-up class, a stray quote
+    """Malformed rows a user meets: a row with too many fields became a made-up class, a stray quote
     also swallowed the good row after it, a JSONL label '-' vanished from any file, a quoted TSV
     field lost its quotes, and a fastText file whose first line lacked its label was read as
     'label text' lines."""

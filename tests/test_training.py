@@ -455,7 +455,7 @@ def test_model_options_from_a_config_file_take_their_field_s_type(tmp_path):
 
 
 def test_predict_reads_what_the_run_was_trained_on(demo_run, tmp_path, monkeypatch, capsys):
-    """Found by a user review: a bare string was predicted letter by letter, the run's own field
+    """What a user gives predict: a bare string was predicted letter by letter, the run's own field
     names (--text-col / --pair-col) were refused, a CSV file was read line by line (its header
     and gold labels predicted as texts), one text line starting with '{' stopped the whole
     prediction, and '| head' ended in a traceback."""

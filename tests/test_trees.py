@@ -1,4 +1,4 @@
-"""Trees, tags and the batched tree engine (issue 6).
+"""Trees, tags and the batched tree engine.
 
 Readers on real lines of SST (PTB brackets), SICK (parent pointers) and the Penn Treebank
 sample; the level-by-level engine against a recursive one-node-at-a-time reference for every

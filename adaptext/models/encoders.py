@@ -1,5 +1,5 @@
-"""The other sequence encoders of the lecture, each with a word embedding, a pooling over
-time and the shared classifier head.
+"""Other sequence encoders for comparison with the convolutions whose parameters depend on
+the input, each with a word embedding, a pooling over time and the shared classifier head.
 
 - ``qrnn``: Bradbury et al. (2017), "Quasi-Recurrent Neural Networks", Sections 2 and 3.1
   (sentiment: 4 densely connected layers of 256 units, window 2, dropout 0.3 between layers,
@@ -16,8 +16,8 @@ time and the shared classifier head.
   dynamic k-max pooling with k_l = max(k_top, ceil((L - l) / L * s)) (Eq. 5), bias and tanh
   after the pooling, folding (sum of every two rows) in the last layer, then a fully
   connected softmax layer. Section 5.1/5.2 setup: d = 48, widths 7 and 5, 6 and 14 feature
-  maps, k_top = 4, dropout on the penultimate layer, Adagrad. ``wide=False`` gives the
-  narrow convolution of the lecture's choice.
+  maps, k_top = 4, dropout on the penultimate layer, Adagrad. ``wide=False`` gives
+  narrow convolutions instead.
 - ``bov``: the bag-of-vectors baseline: the mean of the word vectors, then a small MLP.
 
 Every encoder keeps padding out: inputs are zeroed at padded steps before each
@@ -249,7 +249,7 @@ class DCNNConfig:
     widths: tuple = (7, 5)
     maps: tuple = (6, 14)
     k_top: int = 4
-    wide: bool = True             # False: narrow convolutions (the lecture's option)
+    wide: bool = True             # False: narrow convolutions (no h-1 padding)
     dropout: float = 0.5
 
 

@@ -26,7 +26,7 @@ class KimCNNConfig:
     filters: int = 100            # per width
     dropout: float = 0.5
     max_norm: float = 3.0
-    wide: bool = False            # wide convolution (pad h-1 on both sides), the lecture's option
+    wide: bool = False            # wide convolution (pad h-1 on both sides) instead of Kim's narrow one
 
 
 class ConvMaxPool(nn.Module):
