@@ -51,6 +51,11 @@ class TextClassifier(torch.nn.Module):
         raise NotImplementedError(f"{type(self).__name__} has no attention to show")
 
     @property
+    def kind(self) -> str:
+        """The example kind the model was built for (text, pair, contexts, tree, tree_pair)."""
+        return self.spec.kind
+
+    @property
     def explains(self) -> bool:
         return type(self).explain is not TextClassifier.explain
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import DATA, stats, write  # noqa: E402
 
 from adaptext.data.batching import Collator, Encoder  # noqa: E402
-from adaptext.data.readers import read_sst_trees  # noqa: E402
+from adaptext.data.tree_readers import read_sst_trees  # noqa: E402
 from adaptext.data.tags import PhraseLabeller, get_tagger, tag_examples  # noqa: E402
 from adaptext.data.text import LabelMap, Tokenizer, Vocab  # noqa: E402
 from adaptext.nn.tree_reference import recursive_encode  # noqa: E402

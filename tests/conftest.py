@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from adaptext.data import readers as R
+from adaptext.data import tree_readers as T
 from adaptext.data.batching import Collator, Encoder
 from adaptext.data.examples import ContextsExample, PairExample, TreeExample, TreePairExample
 from adaptext.data.text import LabelMap, Tokenizer, Vocab
@@ -68,9 +69,9 @@ def real_examples(kind: str, n: int = 8):
         return [ContextsExample(p.text, tuple(q.pair for q in pairs[i: i + 1 + i % 3]), p.label, p.where)
                 for i, p in enumerate(pairs[:n])]
     if kind == "tree":
-        return R.read_sst_trees(DATA / "sst_ptb/dev.txt")[:n]
+        return T.read_sst_trees(DATA / "sst_ptb/dev.txt")[:n]
     if kind == "tree_pair":
-        return R.read_sick_trees(DATA / "sick/parsed/dev", DATA / "sick/SICK_trial.txt")[:n]
+        return T.read_sick_trees(DATA / "sick/parsed/dev", DATA / "sick/SICK_trial.txt")[:n]
     raise ValueError(kind)
 
 

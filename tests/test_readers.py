@@ -6,9 +6,11 @@ from functools import partial
 import pytest
 
 from adaptext.data import readers as R
-from adaptext.data.datasets import DATASETS, holdout, load_named
+from adaptext.data import tree_readers as T
+from adaptext.data.datasets import holdout, load_named
 from adaptext.data.errors import BadLines, DataError
 from adaptext.data.examples import ContextsExample, PairExample, TextExample
+from adaptext.data.trees import tree_from_brackets
 
 from conftest import DATA, needs_data
 
@@ -60,13 +62,13 @@ def test_sick_pairs_hypothesis_is_the_text():
 
 
 def test_sst_trees_sentences_and_phrases():
-    trees = R.read_sst_trees(DATA / "sst_ptb/train.txt")
+    trees = T.read_sst_trees(DATA / "sst_ptb/train.txt")
     assert len(trees) == 8544
     assert trees[0].label == "positive" and trees[0].tree.leaves()[:3] == ["The", "Rock", "is"]
     assert sum(len(t.tree) for t in trees) == 318582            # every node labelled
-    binary = R.read_sst_trees(DATA / "sst_ptb/train.txt", binary=True)
+    binary = T.read_sst_trees(DATA / "sst_ptb/train.txt", binary=True)
     assert len(binary) == 6920                                  # neutral sentences dropped (= stsa.binary.train)
-    phrases = R.sst_phrases(binary)
+    phrases = T.sst_phrases(binary)
     assert all(p.label in ("negative", "positive") for p in phrases)
     assert len(phrases) > 60000
     sentences = {e.text.lower() for e in R.read_kim(DATA / "sst2/stsa.binary.train")}
@@ -260,7 +262,7 @@ def test_embeddings_with_varying_dimension(tmp_path):
 
 def test_unbalanced_tree_error_names_problem():
     with pytest.raises(ValueError, match="unbalanced"):
-        R.tree_from_brackets("(1 (2 a) (3 b)")
+        tree_from_brackets("(1 (2 a) (3 b)")
 
 
 def test_unclosed_quote_loses_only_its_row(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from adaptext.data import readers as R
+from adaptext.data import tree_readers as T
 from adaptext.data.batching import BatchLoader, Collator, Encoder
 from adaptext.data.embeddings import embedding_matrix, read_vectors
 from adaptext.data.text import LabelMap, Tokenizer, Vocab, kim_clean
@@ -59,7 +60,7 @@ def test_word2vec_text_with_header_and_binary(tmp_path):
 
 @needs_data
 def test_collate_pads_masks_and_trees():
-    ex = R.read_sst_trees(DATA / "sst_ptb/dev.txt")[:3]
+    ex = T.read_sst_trees(DATA / "sst_ptb/dev.txt")[:3]
     vocab = Vocab.build([[w.lower() for w in e.tree.leaves()] for e in ex])
     labels = LabelMap.from_examples(ex)
     items = Encoder(Tokenizer(), vocab, labels).encode(ex)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from adaptext.data import readers as R
+from adaptext.data import tree_readers as T
 from adaptext.data.batching import Collator, EncodedTree, Item
 from adaptext.data.tags import PhraseLabeller, get_tagger, read_treebank, tag_examples, tag_tree
 from adaptext.data.trees import tree_from_parents
@@ -52,7 +52,7 @@ def check_postorder_binary(t):
 # ------------------------------------------------------------------ readers
 def test_sst_ptb_line():
     line = (DATA / "sst_ptb/dev.txt").read_text(encoding="utf-8").splitlines()[0]
-    ex = R.read_sst_trees(DATA / "sst_ptb/dev.txt")[0]
+    ex = T.read_sst_trees(DATA / "sst_ptb/dev.txt")[0]
     t = ex.tree
     words = re.findall(r"\(\d ([^()\s]+)\)", line)
     assert t.leaves() == words
@@ -84,7 +84,7 @@ def test_sick_parent_pointer_line():
     gold = {(min(m), max(m) + 1) for m in members.values()}
     assert gold <= set(spans(t))
     # read_sick_trees pairs hypothesis (b) first with premise (a), label from the SICK file
-    ex = R.read_sick_trees(DATA / "sick/parsed/dev", DATA / "sick/SICK_trial.txt")[0]
+    ex = T.read_sick_trees(DATA / "sick/parsed/dev", DATA / "sick/SICK_trial.txt")[0]
     assert ex.pair.leaves() == toks
     assert ex.label in {"ENTAILMENT", "NEUTRAL", "CONTRADICTION"}
 

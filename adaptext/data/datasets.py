@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import readers as R
+from . import tree_readers as T
 from .errors import BadLines, DataError
 from .examples import TextExample
 
@@ -69,19 +70,19 @@ def _news_hier(p, bad):
 
 def _sst_phrases(binary):
     def derive(root, bad):
-        return R.sst_phrases(R.read_sst_trees(root / "sst_ptb/train.txt", bad, binary=binary))
+        return T.sst_phrases(T.read_sst_trees(root / "sst_ptb/train.txt", bad, binary=binary))
     return derive
 
 
 def _sst_trees(binary):
-    return lambda p, bad: R.read_sst_trees(p, bad, binary=binary)
+    return lambda p, bad: T.read_sst_trees(p, bad, binary=binary)
 
 
 def _sick_trees(split, sick_file):
-    return lambda root, bad: R.read_sick_trees(root / "sick/parsed" / split, root / "sick" / sick_file, bad)
+    return lambda root, bad: T.read_sick_trees(root / "sick/parsed" / split, root / "sick" / sick_file, bad)
 
 
-SST1_NAMES = R.SST_FINE
+SST1_NAMES = T.SST_FINE
 SST2_NAMES = {"0": "negative", "1": "positive"}
 MR_NAMES = {"0": "negative", "1": "positive"}
 SUBJ_NAMES = {"0": "subjective", "1": "objective"}

@@ -7,21 +7,17 @@ cp1252 line (MR, SUBJ) never splits it; ``.gz`` files are read transparently.
 from __future__ import annotations
 
 import codecs
-import csv
 import gzip
-import io
 import itertools
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
+from .csvrows import csv_rows
 from .errors import BadLines, DataError, UsageError
-from .examples import ContextsExample, PairExample, TextExample, TreeExample, TreePairExample
-from .trees import tree_from_brackets, tree_from_parents
-
-ENCODINGS = ("auto", "utf-8", "cp1252", "latin-1")
-
+from .examples import ContextsExample, PairExample, TextExample
 
 def open_bytes(path) -> bytes:
     path = Path(path)
@@ -78,7 +74,7 @@ def read_text(path, encoding: str = "utf-8", bad: BadLines | None = None) -> str
     return "\n".join(good.get(i, "") for i in range(1, data.count(b"\n") + 2))
 
 
-def _where(path, lineno):
+def location(path, lineno):
     return f"{path}:{lineno}"
 
 
@@ -90,14 +86,19 @@ def _check_text(text: str, path, lineno, bad: BadLines) -> bool:
 
 
 # ------------------------------------------------------------ Kim sentence files
+def _label_and_text(path, encoding, bad: BadLines):
+    """(line number, label, text) of each non-blank ``label text`` line."""
+    for i, line in iter_lines(path, encoding, bad):
+        if line.strip():
+            label, _, text = line.strip().partition(" ")
+            yield i, label, text
+
+
 def read_kim(path, bad: BadLines | None = None, encoding: str = "auto", label_names: dict | None = None):
     """``label text`` per line (MR, SUBJ, TREC ``.all``, SST ``stsa.*``)."""
     bad = bad or BadLines()
     out = []
-    for i, line in iter_lines(path, encoding, bad):
-        if not line.strip():
-            continue
-        label, _, text = line.strip().partition(" ")
+    for i, label, text in _label_and_text(path, encoding, bad):
         if not text.strip():
             bad(path, i, "expected 'label text', found no text after the label")
             continue
@@ -106,7 +107,7 @@ def read_kim(path, bad: BadLines | None = None, encoding: str = "auto", label_na
                 bad(path, i, f"unknown label {label!r} (expected one of {sorted(label_names)})")
                 continue
             label = label_names[label]
-        out.append(TextExample(text.strip(), label, _where(path, i)))
+        out.append(TextExample(text.strip(), label, location(path, i)))
     return out
 
 
@@ -114,16 +115,13 @@ def read_trec_raw(path, bad: BadLines | None = None, fine: bool = False, encodin
     """Raw TREC ``COARSE:fine question`` lines; 6 coarse classes or the 50 fine ones."""
     bad = bad or BadLines()
     out = []
-    for i, line in iter_lines(path, encoding, bad):
-        if not line.strip():
-            continue
-        label, _, text = line.strip().partition(" ")
+    for i, label, text in _label_and_text(path, encoding, bad):
         if ":" not in label:
             bad(path, i, f"expected 'COARSE:fine question', found label {label!r}")
             continue
         if not _check_text(text, path, i, bad):
             continue
-        out.append(TextExample(text.strip(), label if fine else label.split(":")[0], _where(path, i)))
+        out.append(TextExample(text.strip(), label if fine else label.split(":")[0], location(path, i)))
     return out
 
 
@@ -146,57 +144,8 @@ def read_fasttext(path, bad: BadLines | None = None, encoding: str = "utf-8", pr
         if not _check_text(text, path, i, bad):
             continue
         label = labels[0] if len(labels) == 1 else tuple(dict.fromkeys(labels))
-        out.append(TextExample(text, label, _where(path, i)))
+        out.append(TextExample(text, label, location(path, i)))
     return out
-
-
-# ------------------------------------------------------------ CSV rows
-def csv_rows(text: str, path, bad: BadLines, plain_fallback: bool = False, **fmt):
-    """``(line, row)`` for each non-blank row of CSV ``text`` (``fmt``: ``csv.reader`` options),
-    ``line`` where the row starts (a quoted field may span lines).
-
-    A malformed row is reported at the line where it starts, and the reading starts again where
-    no good row is lost and none is made of a bad one's pieces:
-    - the csv module noticed on the row's own line: on the next line;
-    - it noticed on a later line (a quote opened a field that ran on): if that line opens a
-      quoted field itself (a quote at its start or after a delimiter), the earlier quote was a
-      stray one and the lines it swallowed are rows of their own: on the line after the row's
-      first; otherwise the multi-line field was real but malformed: after the line where the
-      error showed;
-    - a quote never closed (it would swallow the rest of the file): on the next line.
-    ``plain_fallback`` (TSV, which rarely quotes): a row that does not parse with quoting is its
-    line split at the delimiter, quotes kept as text (``pos<TAB>"Spirited Away" is ...``)."""
-    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))    # long documents are not malformed
-    lines = io.StringIO(text, newline="").readlines()
-    delim = fmt.get("delimiter", ",")
-    opens_field = re.compile(f'(^|{re.escape(delim)})"')
-    n, offset = len(lines), 0
-    while offset < n:
-        reader = csv.reader(map(lines.__getitem__, range(offset, n)), strict=True, **fmt)   # no copy per restart
-        lineno = offset + 1
-        while True:
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as e:
-                end = offset + reader.line_num          # the line where the csv module noticed
-                if plain_fallback:
-                    row = lines[lineno - 1].rstrip("\r\n").split(delim)
-                    if any(f.strip() for f in row):
-                        yield lineno, row
-                    restart = lineno
-                elif end >= n and "end of data" in str(e):
-                    bad(path, lineno, "unclosed quote: this row's quoted field runs to the end of the file")
-                    restart = lineno
-                else:
-                    bad(path, lineno, f"malformed CSV row ({e})")
-                    restart = lineno if end == lineno or opens_field.search(lines[end - 1]) else end
-                break
-            start, lineno = lineno, offset + reader.line_num + 1
-            if row and not (len(row) == 1 and not row[0].strip()):
-                yield start, row
-        offset = restart                    # 0-based index of the line to read next
 
 
 # ------------------------------------------------------------ Zhang CSV (AG News, ...)
@@ -225,7 +174,7 @@ def read_zhang_csv(path, bad: BadLines | None = None, encoding: str = "utf-8", c
         if not _check_text(body, path, start, bad):
             continue
         label = class_names[int(cls) - 1] if class_names else cls
-        out.append(TextExample(body, label, _where(path, start)))
+        out.append(TextExample(body, label, location(path, start)))
     return out
 
 
@@ -278,9 +227,9 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
         if pi is not None:
             if not _check_text(row[pi], path, start, bad):
                 continue
-            out.append(PairExample(txt, row[pi], label, _where(path, start)))
+            out.append(PairExample(txt, row[pi], label, location(path, start)))
         else:
-            out.append(TextExample(txt, label, _where(path, start)))
+            out.append(TextExample(txt, label, location(path, start)))
     return out
 
 
@@ -377,7 +326,7 @@ def _jsonl_label(obj: dict, label_col: str, skip_labels, label_sep, path, i: int
 
 
 def _jsonl_example(obj: dict, txt: str, label, pair_col, contexts_col, path, i: int, bad: BadLines):
-    where = _where(path, i)
+    where = location(path, i)
     if contexts_col:
         ctx = obj.get(contexts_col)
         ctx = [ctx] if isinstance(ctx, str) else ctx
@@ -427,180 +376,127 @@ def read_sick(path, bad: BadLines | None = None, encoding: str = "utf-8"):
         if not f[a].strip() or not f[b].strip():
             bad(path, i, "empty sentence")
             continue
-        where = _where(path, i) + (f"#pair_ID={f[pid]}" if pid is not None else "")
+        where = location(path, i) + (f"#pair_ID={f[pid]}" if pid is not None else "")
         out.append(PairExample(f[b].strip(), f[a].strip(), f[lab].strip(), where))
     return out
 
 
-def read_sick_ids(path, encoding: str = "utf-8") -> dict:
-    """pair_ID -> (label, premise, hypothesis) from a SICK file, for joining parsed trees."""
-    out = {}
-    for ex in read_sick(path, encoding=encoding):
-        out[ex.where.split("#pair_ID=")[-1]] = ex
-    return out
+# ------------------------------------------------------------ formats by name
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the user said about a file's columns (csv, tsv, jsonl)."""
+    text_col: str = "text"
+    pair_col: str | None = None
+    contexts_col: str | None = None
+    label_col: str = "label"
+    label_sep: str | None = None
+
+    @property
+    def default_columns(self) -> bool:
+        return (self.text_col, self.pair_col, self.contexts_col, self.label_col) == ("text", None, None, "label")
 
 
-def read_sick_trees(folder, sick_file, bad: BadLines | None = None):
-    """``parsed/{split}/{a,b}.toks`` + ``{a,b}.cparents`` joined on ``id.txt`` with a SICK file's
-    labels: tree pairs (hypothesis tree first, premise tree as its pair)."""
-    bad = bad or BadLines()
-    folder = Path(folder)
-    labels = read_sick_ids(sick_file)
-    ids = [l.strip() for _, l in iter_lines(folder / "id.txt", "utf-8")]
-    cols = {}
-    for name in ("a.toks", "a.cparents", "b.toks", "b.cparents"):
-        cols[name] = [l for _, l in iter_lines(folder / name, "utf-8")]
-        if len(cols[name]) != len(ids):
-            raise DataError(folder / name, None, f"{len(cols[name])} lines, but id.txt has {len(ids)}")
-    out = []
-    for k, pid in enumerate(ids):
-        trees = []
-        for side in "ab":
-            try:
-                parents = [int(x) for x in cols[f"{side}.cparents"][k].split()]
-                trees.append(tree_from_parents(cols[f"{side}.toks"][k].split(" "), parents))
-            except ValueError as e:
-                bad(folder / f"{side}.cparents", k + 1, str(e))
-                break
-        if len(trees) < 2:
-            continue
-        if pid not in labels:
-            bad(folder / "id.txt", k + 1, f"pair_ID {pid} not found in {sick_file}")
-            continue
-        out.append(TreePairExample(trees[1], trees[0], labels[pid].label, _where(folder / "id.txt", k + 1)))
-    return out
+@dataclass(frozen=True)
+class Format:
+    """A file format: its reader ``read(path, bad, encoding, options)``, the file names it is
+    recognised by, and the content it is recognised by (``rank``: which content rule is tried
+    first). ``encoding``: its default ("auto" for the classic sentence files: utf-8, else cp1252)."""
+    name: str
+    read: Callable
+    by_name: Callable | None = None          # (path, lower-case name without .gz) -> bool
+    by_content: Callable | None = None       # (first non-blank lines) -> bool
+    rank: int = 0
+    encoding: str = "utf-8"
 
 
-# ------------------------------------------------------------ PTB trees (SST)
-SST_FINE = {"0": "very negative", "1": "negative", "2": "neutral", "3": "positive", "4": "very positive"}
-SST_BINARY = {"0": "negative", "1": "negative", "3": "positive", "4": "positive"}
+_FORMATS: dict[str, Format] = {}
+SNIFF_LINES = 50          # non-blank lines a format is guessed from
 
 
-def read_sst_trees(path, bad: BadLines | None = None, binary: bool = False, encoding: str = "utf-8"):
-    """SST PTB trees: one ``TreeExample`` per sentence, every node labelled (the binary view
-    maps 0/1 to negative, 3/4 to positive, and leaves neutral nodes unlabelled; sentences
-    whose root is neutral are dropped)."""
-    bad = bad or BadLines()
-    names = SST_BINARY if binary else SST_FINE
-    out = []
-    for i, line in iter_lines(path, encoding, bad):
-        if not line.strip():
-            continue
-        try:
-            t = tree_from_brackets(line, labels_are="labels")
-        except ValueError as e:
-            bad(path, i, f"bad tree: {e}")
-            continue
-        unknown = [l for l in t.labels if l not in SST_FINE]
-        if unknown:
-            bad(path, i, f"node label {unknown[0]!r} is not an SST label 0-4")
-            continue
-        t = t.with_labels(names.get(l) for l in t.labels)
-        if t.labels[t.root] is None:
-            continue
-        out.append(TreeExample(t, t.labels[t.root], _where(path, i)))
-    return out
+def register_format(name: str, *, by_name=None, by_content=None, rank: int = 0, encoding: str = "utf-8"):
+    def deco(read):
+        _FORMATS[name] = Format(name, read, by_name, by_content, rank, encoding)
+        return read
+    return deco
 
 
-def subtree_words(t, i) -> list[str]:
-    if t.left[i] < 0:
-        return [t.words[i]]
-    return subtree_words(t, t.left[i]) + subtree_words(t, t.right[i])
+def _suffix(*ends):
+    return lambda path, name: name.endswith(ends)
 
 
-def sst_phrases(trees, dedupe: bool = True):
-    """Every labelled node of SST trees as a text example (Kim 2014's phrase-level training).
-    Repeated phrases (same lower-cased words) are kept once."""
-    out, seen = [], set()
-    for ex in trees:
-        t = ex.tree
-        spans = _spans(t)
-        for i, lab in enumerate(t.labels):
-            if lab is None:
-                continue
-            words = spans[i]
-            key = " ".join(words).lower()
-            if dedupe:
-                if key in seen:
-                    continue
-                seen.add(key)
-            out.append(TextExample(" ".join(words), lab, ex.where))
-    return out
+@register_format("kim", by_content=lambda head: True, rank=9, encoding="auto")
+def _kim(path, bad, encoding, o):
+    return read_kim(path, bad, encoding)
 
 
-def _spans(t) -> list[list[str]]:
-    spans: list = [None] * len(t)
-    for i in range(len(t)):       # post-order: children first
-        spans[i] = [t.words[i]] if t.left[i] < 0 else spans[t.left[i]] + spans[t.right[i]]
-    return spans
+@register_format("trec", by_content=lambda head: bool(re.fullmatch(r"[A-Z]+:\S+", head[0].split(" ", 1)[0])),
+                 rank=3, encoding="auto")
+def _trec(path, bad, encoding, o):
+    return read_trec_raw(path, bad, encoding=encoding)
 
 
-def trees_as_text(trees):
-    return [TextExample(" ".join(ex.tree.leaves()), ex.label, ex.where) for ex in trees]
+# fastText, even if line 1 lacks its label
+@register_format("fasttext", by_content=lambda head: any(l.startswith("__label__") for l in head), rank=0)
+def _fasttext(path, bad, encoding, o):
+    return read_fasttext(path, bad, encoding)
 
 
-def read_ptb_file(path, bad: BadLines | None = None, encoding: str = "utf-8"):
-    """A treebank ``.mrg`` file (trees may span lines): trees with POS tags at the leaves and
-    phrase tags inside, -NONE- elements and function tags removed, binarised."""
-    bad = bad or BadLines()
-    text = read_text(path, encoding, bad)
-    out, depth, start, buf, line = [], 0, 1, [], 1
-    for ch in text:
-        if ch == "\n":
-            line += 1
-        if ch == "(":
-            if depth == 0:
-                start, buf = line, []
-            depth += 1
-        if depth > 0:
-            buf.append(ch)
-        if ch == ")":
-            depth -= 1
-            if depth == 0:
-                try:
-                    out.append(TreeExample(tree_from_brackets("".join(buf), labels_are="tags", clean=True),
-                                           None, _where(path, start)))
-                except ValueError as e:
-                    bad(path, start, f"bad tree: {e}")
-            elif depth < 0:
-                bad(path, line, "unbalanced brackets: ')' without '('")
-                depth = 0
-    if depth > 0:
-        bad(path, start, "unbalanced brackets: missing ')'")
-    return out
+@register_format("zhang")
+def _zhang(path, bad, encoding, o):
+    return read_zhang_csv(path, bad, encoding)
 
 
-# ------------------------------------------------------------ format dispatch
-FORMATS = ("auto", "kim", "trec", "fasttext", "zhang", "csv", "tsv", "jsonl", "nli", "sick", "sst-trees")
+@register_format("csv", by_name=_suffix(".csv"))
+def _csv(path, bad, encoding, o):
+    return read_table(path, bad, encoding, ",", o.text_col, o.pair_col, o.label_col, o.label_sep)
+
+
+# a tab before any space on the first line: a TSV named .txt
+@register_format("tsv", by_name=_suffix(".tsv"), by_content=lambda head: "\t" in head[0].split(" ", 1)[0], rank=1)
+def _tsv(path, bad, encoding, o):
+    return read_table(path, bad, encoding, "\t", o.text_col, o.pair_col, o.label_col, o.label_sep)
+
+
+@register_format("jsonl", by_name=lambda path, name: name.endswith((".jsonl", ".json")) and not _is_nli(path))
+def _jsonl(path, bad, encoding, o):
+    return read_jsonl(path, bad, encoding, o.text_col, o.pair_col, o.contexts_col, o.label_col,
+                      skip_labels=("-",) if o.label_col == "gold_label" else (),   # SNLI's 'no consensus'
+                      label_sep=o.label_sep)
+
+
+@register_format("nli", by_name=lambda path, name: name.endswith((".jsonl", ".json")) and _is_nli(path))
+def _nli(path, bad, encoding, o):
+    if not o.default_columns:             # SNLI's fields, but the columns the user named
+        return _jsonl(path, bad, encoding, o)
+    return read_nli_jsonl(path, bad, encoding)
+
+
+@register_format("sick", by_name=lambda path, name: name.startswith("sick"))
+def _sick(path, bad, encoding, o):
+    return read_sick(path, bad, encoding)
+
+
+@register_format("sst-trees", by_content=lambda head: head[0].startswith("("), rank=2)
+def _sst_trees(path, bad, encoding, o):
+    from .tree_readers import read_sst_trees
+    return read_sst_trees(path, bad, encoding=encoding)
+
+
+FORMATS = ("auto", *_FORMATS)
 
 
 def detect_format(path) -> str:
+    """The format of ``path``: by its name, else by its first non-blank lines."""
     name = Path(path).name.lower().removesuffix(".gz")
-    if name.endswith((".jsonl", ".json")):
-        return "nli" if _is_nli(path) else "jsonl"
-    if name.endswith(".tsv"):
-        return "tsv"
-    if name.endswith(".csv"):
-        return "csv"
-    if name.startswith("sick"):
-        return "sick"
+    for f in _FORMATS.values():
+        if f.by_name and f.by_name(path, name):
+            return f.name
     head = [line for _, line in itertools.islice(
         ((i, l) for i, l in iter_lines(path, "auto") if l.strip()), SNIFF_LINES)]
     if not head:
         raise DataError(path, None, "the file is empty")
-    if any(line.startswith("__label__") for line in head):    # fastText, even if line 1 lacks its label
-        return "fasttext"
-    line = head[0]
-    if "\t" in line.split(" ", 1)[0]:              # a tab before any space: a TSV named .txt
-        return "tsv"
-    if line.startswith("("):
-        return "sst-trees"
-    if re.fullmatch(r"[A-Z]+:\S+", line.split(" ", 1)[0]):
-        return "trec"
-    return "kim"
-
-
-SNIFF_LINES = 50          # non-blank lines a format is guessed from
+    rules = sorted((f for f in _FORMATS.values() if f.by_content), key=lambda f: f.rank)
+    return next(f.name for f in rules if f.by_content(head))
 
 
 def _is_nli(path) -> bool:
@@ -615,38 +511,15 @@ def _is_nli(path) -> bool:
 
 
 def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: str | None = None,
-              text_col="text", pair_col=None, contexts_col=None, label_col="label", label_sep=None, **kw):
+              text_col="text", pair_col=None, contexts_col=None, label_col="label", label_sep=None):
     """Read any supported file into examples; ``fmt="auto"`` guesses from name and content."""
-    bad = bad or BadLines()
     if encoding and encoding != "auto":
         try:
             codecs.lookup(encoding)
         except LookupError:
             raise UsageError(f"unknown encoding {encoding!r} (e.g. utf-8, cp1252, latin-1, or auto)") from None
-    auto, fmt = fmt == "auto", detect_format(path) if fmt == "auto" else fmt
-    if auto and fmt == "nli" and (text_col, pair_col, contexts_col, label_col) != ("text", None, None, "label"):
-        fmt = "jsonl"                     # SNLI's fields, but the columns the user named
-
-    enc = encoding or ("auto" if fmt in ("kim", "trec") else "utf-8")
-    if fmt == "kim":
-        return read_kim(path, bad, enc)
-    if fmt == "trec":
-        return read_trec_raw(path, bad, fine=kw.get("fine", False), encoding=enc)
-    if fmt == "fasttext":
-        return read_fasttext(path, bad, enc)
-    if fmt == "zhang":
-        return read_zhang_csv(path, bad, enc)
-    if fmt in ("csv", "tsv"):
-        return read_table(path, bad, enc, delimiter="\t" if fmt == "tsv" else ",", text_col=text_col,
-                          pair_col=pair_col, label_col=label_col, label_sep=label_sep)
-    if fmt == "jsonl":
-        return read_jsonl(path, bad, enc, text_col=text_col, pair_col=pair_col, contexts_col=contexts_col,
-                          label_col=label_col, label_sep=label_sep,
-                          skip_labels=("-",) if label_col == "gold_label" else ())   # SNLI's 'no consensus'
-    if fmt == "nli":
-        return read_nli_jsonl(path, bad, enc)
-    if fmt == "sick":
-        return read_sick(path, bad, enc)
-    if fmt == "sst-trees":
-        return read_sst_trees(path, bad, binary=kw.get("binary", False), encoding=enc)
-    raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if fmt != "auto" and fmt not in _FORMATS:
+        raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    f = _FORMATS[detect_format(path) if fmt == "auto" else fmt]
+    options = ReadOptions(text_col, pair_col, contexts_col, label_col, label_sep)
+    return f.read(path, bad or BadLines(), encoding or f.encoding, options)

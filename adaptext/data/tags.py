@@ -231,7 +231,7 @@ def default_treebank() -> Path:
 def read_treebank(zip_path=None, files=None) -> list[Tree]:
     """Binarised, cleaned trees of ``combined/wsj_NNNN.mrg`` (NNNN in ``files``, all by
     default) of NLTK's Penn Treebank sample zip, in file order."""
-    from .readers import read_ptb_file
+    from .tree_readers import read_ptb_file
 
     zip_path = Path(zip_path) if zip_path is not None else default_treebank()
     wanted = None if files is None else {f"wsj_{n:04d}.mrg" for n in files}

@@ -12,20 +12,16 @@ _WORD = re.compile(r"n't|'\w+|\w+(?=n't)|\w+(?:[-.]\w+)*|[^\w\s]")
 _HTML_BREAK = re.compile(r"<br\s*/?>", re.I)
 
 
+# Kim (2014)'s clean_str, rule by rule: (pattern, replacement)
+_KIM_RULES = [(r"[^A-Za-z0-9(),!?\'\`]", " "), (r"\'s", " \'s"), (r"\'ve", " \'ve"), (r"n\'t", " n\'t"),
+              (r"\'re", " \'re"), (r"\'d", " \'d"), (r"\'ll", " \'ll"), (r",", " , "), (r"!", " ! "),
+              (r"\(", " ( "), (r"\)", " ) "), (r"\?", " ? ")]
+
+
 def kim_clean(s: str) -> str:
     """Kim (2014)'s ``clean_str``: keep letters, digits and a little punctuation, split clitics."""
-    s = re.sub(r"[^A-Za-z0-9(),!?\'\`]", " ", s)
-    s = re.sub(r"\'s", " \'s", s)
-    s = re.sub(r"\'ve", " \'ve", s)
-    s = re.sub(r"n\'t", " n\'t", s)
-    s = re.sub(r"\'re", " \'re", s)
-    s = re.sub(r"\'d", " \'d", s)
-    s = re.sub(r"\'ll", " \'ll", s)
-    s = re.sub(r",", " , ", s)
-    s = re.sub(r"!", " ! ", s)
-    s = re.sub(r"\(", " ( ", s)
-    s = re.sub(r"\)", " ) ", s)
-    s = re.sub(r"\?", " ? ", s)
+    for pattern, replacement in _KIM_RULES:
+        s = re.sub(pattern, replacement, s)
     return re.sub(r"\s{2,}", " ", s).strip()
 
 

@@ -29,6 +29,7 @@ from .densecnn import DenseCNN, DenseCNNConfig
 from .dpcnn import DPCNN, DPCNNConfig
 from .kim_cnn import KimCNN, KimCNNConfig
 
+PAPER = "Choi et al. 2019"
 _TRAIN = {"optimizer": "adam", "lr": 1e-3, "batch_size": 64, "epochs": 20}
 _TINY = {"context_dim": 8, "pool_size": 4, "num_importance": 2}
 
@@ -54,10 +55,9 @@ class ACCNNConfig(KimCNNConfig, AdaptiveOptions):
     differs from kim_cnn in its convolutions only."""
 
 
-@register_model("ac_cnn", config=ACCNNConfig, paper="Choi et al. 2019",
+@register_model("ac_cnn", config=ACCNNConfig, paper=PAPER, train_defaults=_TRAIN,
                 description="Kim CNN with adaptive convolution (filters generated from the input; full or hashed)",
-                train_defaults=_TRAIN, test_config={"embed_dim": 16, "filters": 4, **_TINY},
-                paper_params={"hashed": 2.1, "full": 217.5})
+                test_config={"embed_dim": 16, "filters": 4, **_TINY}, paper_params={"hashed": 2.1, "full": 217.5})
 class ACCNN(KimCNN):
     """Kim's parallel convolutions with the filters of every width generated from one
     context vector of the word embeddings."""
@@ -75,9 +75,8 @@ class ACDPCNNConfig(DPCNNConfig, AdaptiveOptions):
 # Ten generated convolutions in a residual stack: without clipping, Adam's steps blew the
 # training loss up in late epochs (TREC, 2 of 3 seeds: 0.43 -> 5.3); gradients clipped to norm 1
 # kept every seed stable (benchmarks/results/adaptive_table.md).
-@register_model("ac_dpcnn", config=ACDPCNNConfig, paper="Choi et al. 2019",
+@register_model("ac_dpcnn", config=ACDPCNNConfig, paper=PAPER, train_defaults={**_TRAIN, "grad_clip": 1.0},
                 description="DPCNN with adaptive convolution in every block (full or hashed)",
-                train_defaults={**_TRAIN, "grad_clip": 1.0},
                 test_config={"embed_dim": 16, "filters": 8, "depth": 5, **_TINY},
                 paper_params={"hashed": 7.1, "full": 220.0})
 class ACDPCNN(DPCNN):
@@ -91,9 +90,8 @@ class ACDenseCNNConfig(DenseCNNConfig, AdaptiveOptions):
     pass
 
 
-@register_model("ac_densecnn", config=ACDenseCNNConfig, paper="Choi et al. 2019",
+@register_model("ac_densecnn", config=ACDenseCNNConfig, paper=PAPER, train_defaults=_TRAIN,
                 description="DenseCNN with adaptive convolution in every block (full or hashed)",
-                train_defaults=_TRAIN,
                 test_config={"embed_dim": 16, "filters": 6, "blocks": 3, "fixed_length": 24, **_TINY},
                 paper_params={"hashed": 11.6, "full": 263.2})
 class ACDenseCNN(DenseCNN):

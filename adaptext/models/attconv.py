@@ -31,7 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from ..data.batching import length_mask
 from ..nn.attentive import MATCHINGS, VARIANTS, AttentiveConv1d
@@ -88,7 +87,7 @@ class AttConv(TextClassifier):
 
     def __init__(self, cfg: AttConvConfig, spec):
         super().__init__(cfg, spec)
-        self.cfg, self.kind = cfg, spec.kind
+        self.cfg = cfg
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.attconv = AttentiveConv1d(self.embedding.out_dim, cfg.hidden, cfg.width, cfg.matching,
                                        cfg.variant, cfg.att_dim)

@@ -34,6 +34,8 @@ from .attconv import join_contexts, pair_features
 
 TRAIN = {"optimizer": "adagrad", "lr": 0.01, "batch_size": 50}
 TINY = {"embed_dim": 8, "hidden": 6}
+ABLATION = {"inputs": ("pair", "contexts", "text"), "paper": "Yin & Schütze 2018 (ablation)",
+            "train_defaults": TRAIN, "test_config": TINY}
 
 
 def batch_kind(batch) -> str:
@@ -70,17 +72,16 @@ class SiameseCNNConfig:
     width: int = 3
     dropout: float = 0.0
 
+    def __post_init__(self):
+        if self.width % 2 != 1:           # "same" padding keeps one output per word only for odd widths
+            raise ValueError(f"filter width must be odd, not {self.width}")
 
-@register_model("attconv_noatt", config=SiameseCNNConfig, inputs=("pair", "contexts", "text"),
-                paper="Yin & Schütze 2018 (ablation)",
-                description="ATTCONV w/o attention: Siamese CNN, shared convolution, max-pooling",
-                train_defaults=TRAIN, test_config=TINY)
+
+@register_model("attconv_noatt", config=SiameseCNNConfig, **ABLATION,
+                description="ATTCONV w/o attention: Siamese CNN, shared convolution, max-pooling")
 class SiameseCNN(TextClassifier):
     def __init__(self, cfg: SiameseCNNConfig, spec):
         super().__init__(cfg, spec)
-        if cfg.width % 2 != 1:
-            raise ValueError(f"filter width must be odd, not {cfg.width}")
-        self.kind = spec.kind
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.conv = nn.Conv1d(self.embedding.out_dim, cfg.hidden, cfg.width, padding=cfg.width // 2)
         feat = cfg.hidden if spec.kind == "text" else 3 * cfg.hidden
@@ -114,17 +115,17 @@ class NoConvConfig(Options):
     att_dim: int = 300            # additive matching only
     dropout: float = 0.0
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.layers < 1:
+            raise ValueError("attconv_noconv needs at least one fully connected layer")
 
-@register_model("attconv_noconv", config=NoConvConfig, inputs=("pair", "contexts", "text"),
-                paper="Yin & Schütze 2018 (ablation)",
-                description="ATTCONV w/o convolution: h_i + c_i, four fully connected layers, max-pooling",
-                train_defaults=TRAIN, test_config=TINY)
+
+@register_model("attconv_noconv", config=NoConvConfig, **ABLATION,
+                description="ATTCONV w/o convolution: h_i + c_i, four fully connected layers, max-pooling")
 class AttentionNoConv(TextClassifier):
     def __init__(self, cfg: NoConvConfig, spec):
         super().__init__(cfg, spec)
-        if cfg.layers < 1:
-            raise ValueError("attconv_noconv needs at least one fully connected layer")
-        self.kind = spec.kind
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         d = self.embedding.out_dim
         self.match = Matching(cfg.matching, d, d, cfg.att_dim)

@@ -164,21 +164,19 @@ class _ConvEncoder(TextClassifier):
         return self.head(masked_max_pool(x, mask))
 
 
-_LIGHT_TEST = {"embed_dim": 8, "dim": 8, "heads": 2, "kernel_sizes": (3, 5), "ffn_dim": 8}
+# Wu et al.'s two encoders differ only in how the kernels are made
+_LIGHT = {"config": LightConvConfig, "paper": "Wu et al. 2019",
+          "train_defaults": {"optimizer": "adam", "lr": 5e-4, "batch_size": 50, "epochs": 10},
+          "test_config": {"embed_dim": 8, "dim": 8, "heads": 2, "kernel_sizes": (3, 5), "ffn_dim": 8}}
 
 
-@register_model("lightconv", config=LightConvConfig, paper="Wu et al. 2019",
-                description="lightweight convolution encoder: softmax-normalised depthwise kernels shared by heads",
-                train_defaults={"optimizer": "adam", "lr": 5e-4, "batch_size": 50, "epochs": 10},
-                test_config=_LIGHT_TEST)
+@register_model("lightconv", **_LIGHT,
+                description="lightweight convolution encoder: softmax-normalised depthwise kernels shared by heads")
 class LightConvEncoder(_ConvEncoder):
     dynamic = False
 
 
-@register_model("dynamicconv", config=LightConvConfig, paper="Wu et al. 2019",
-                description="dynamic convolution encoder: a kernel predicted at every position",
-                train_defaults={"optimizer": "adam", "lr": 5e-4, "batch_size": 50, "epochs": 10},
-                test_config=_LIGHT_TEST)
+@register_model("dynamicconv", **_LIGHT, description="dynamic convolution encoder: a kernel predicted at every position")
 class DynamicConvEncoder(_ConvEncoder):
     dynamic = True
 
