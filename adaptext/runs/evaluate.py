@@ -1,0 +1,39 @@
+"""A trained run measured again: on a split of its own data (as it saw it), of a named dataset,
+or on a labelled file. For ``adaptext evaluate`` and the plots of ``adaptext explain``."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..data.datasets import DATASETS
+from ..data.errors import UsageError
+from . import metrics as M
+from .pipeline import gold
+from .splits import split_examples
+
+COLUMNS = ("text_col", "pair_col", "contexts_col", "label_col")
+
+
+def run_examples(clf, run_dir, split: str, data=None, data_dir=None, fmt=None, on_bad_line=None, columns=None):
+    """(examples, bad lines) of a split as the run in ``run_dir`` saw it: a fold-k directory
+    reads its own fold, and bad lines are handled by the run's own setting unless
+    ``on_bad_line`` says otherwise. ``columns``: the columns of a ``data`` file, where they
+    differ from the run's."""
+    columns = {k: v for k, v in (columns or {}).items() if v}
+    if columns and (not data or data in DATASETS):
+        raise UsageError("--text-col / --pair-col / --contexts-col / --label-col name the columns of a --data file")
+    fold = re.fullmatch(r"fold-(\d+)", Path(run_dir).resolve().name)
+    return split_examples(dict(clf.config, **columns), split, data, data_dir, fmt,
+                          on_bad_line or clf.config.get("on_bad_line") or "error", int(fold.group(1)) if fold else None)
+
+
+def evaluate_run(clf, run_dir, split: str = "test", **where) -> dict:
+    """The run's metrics on ``split`` (see ``run_examples`` for ``where``), with the number of
+    bad lines skipped."""
+    examples, bad = run_examples(clf, run_dir, split, **where)
+    items = clf.pipeline.labelled_items(examples, bad)
+    probs = clf.pipeline.probabilities(items)
+    labels = clf.labels
+    metrics = M.compute(probs, gold(items, labels), labels.labels, labels.multilabel, labels.threshold)
+    metrics["bad_lines_skipped"] = bad.count
+    return metrics

@@ -1,0 +1,155 @@
+"""Raw input -> examples, as a trained run reads it: strings, JSON objects (``{"text", "pair"}``,
+``{"text", "contexts"}``, ``{"tree"}`` or the run's own field names), and the lines of a file or
+of standard input. The Python API, ``adaptext predict`` and the service read input here."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..data.errors import DataError
+from ..data.examples import ContextsExample, PairExample, TextExample, TreeExample, TreePairExample
+from ..data.trees import leaf_tree, tree_from_brackets
+
+ROLES = (("text_col", "text"), ("pair_col", "pair"), ("contexts_col", "contexts"))
+
+
+def as_input_list(inputs) -> list:
+    if isinstance(inputs, (str, bytes, dict)):     # list("great") would be five one-letter texts
+        raise TypeError(f"give a list of inputs, not one {type(inputs).__name__} (e.g. predict([text]))")
+    return list(inputs)
+
+
+class InputReader:
+    """Examples of the run's input kind from what a user hands over. ``config``: the run's
+    options (its column names); ``tokens`` and ``max_length``: how the run tokenises and cuts a
+    text (a plain text given to a tree model becomes a right-branching tree of its tokens)."""
+
+    def __init__(self, kind: str, config: dict, tokens, max_length: int):
+        self.kind, self.config, self.tokens, self.max_length = kind, config, tokens, max_length
+
+    def examples(self, inputs, source: str = "<input>") -> list:
+        out = []
+        for k, x in enumerate(as_input_list(inputs)):
+            if hasattr(x, "kind"):                            # already an example
+                out.append(x)
+                continue
+            try:
+                out.append(self.example(x, f"{source}:{k + 1}"))
+            except ValueError as e:                           # a tree that does not parse, a wrong type
+                raise DataError(source, k + 1, str(e)) from None
+        return out
+
+    def example(self, x, where: str):
+        if isinstance(x, str):
+            if self.kind == "tree":
+                return self._tree_example(x, where)
+            if self.kind != "text":
+                raise ValueError(f"this model reads {self.kind} input; give a JSON object, not a string")
+            return TextExample(x, None, where)
+        if not isinstance(x, dict):
+            raise ValueError(f"cannot read a {type(x).__name__} as input")
+        x = self._renamed(x)
+        if self.kind == "pair":
+            if "pair" not in x and "context" not in x:
+                raise ValueError('a pair model needs {"text": ..., "pair": ...}' + self._fields_hint())
+            return PairExample(_text(x, "text"), _text(x, "pair" if "pair" in x else "context"), None, where)
+        if self.kind == "contexts":
+            ctx = x.get("contexts")
+            ctx = [ctx] if isinstance(ctx, str) else ctx
+            if not isinstance(ctx, list) or not ctx or not all(isinstance(c, str) and c.strip() for c in ctx):
+                raise ValueError('"contexts" must be a non-empty list of non-empty texts')
+            return ContextsExample(_text(x, "text"), tuple(ctx), None, where)
+        if self.kind == "tree":
+            return self._tree_example(_text(x, "tree" if "tree" in x else "text"), where)
+        if self.kind == "tree_pair":
+            (tree, cut), (pair, pair_cut) = (self._tree(_text(x, "tree" if "tree" in x else "text")),
+                                             self._tree(_text(x, "pair_tree" if "pair_tree" in x else "pair")))
+            return TreePairExample(tree, pair, where=where, truncated=cut or pair_cut)
+        return TextExample(_text(x, "text"), None, where)
+
+    def _renamed(self, x: dict) -> dict:
+        """The run's own field names (--text-col hypothesis --pair-col premise) read as text / pair /
+        contexts; the generic names work too."""
+        cols = {self.config.get(k): role for k, role in ROLES if self.config.get(k)}
+        return {**x, **{role: x[col] for col, role in cols.items() if col in x and role not in x}}
+
+    def _fields_hint(self) -> str:
+        cols = [self.config.get(k) for k in ("text_col", "pair_col") if self.config.get(k) not in (None, "text")]
+        return f" (or the run's fields: {', '.join(repr(c) for c in cols)})" if cols else ""
+
+    def _tree_example(self, s: str, where: str) -> TreeExample:
+        tree, cut = self._tree(s)
+        return TreeExample(tree, where=where, truncated=cut)
+
+    def _tree(self, s: str) -> tuple:
+        """(tree, truncated): a bracketed parse as it is, or a plain text as a right-branching
+        tree of its tokens, cut at the run's max_length as texts are (its depth is its length)."""
+        s = s.strip()
+        if s.startswith("("):
+            return tree_from_brackets(s, labels_are="labels"), False
+        tokens, limit = self.tokens(s) or ["<unk>"], self.max_length
+        cut = bool(limit) and len(tokens) > limit
+        return leaf_tree(tokens[:limit] if cut else tokens), cut
+
+    # ------------------------------------------------------------------ files
+    def read(self, file: str | None, encoding: str | None = None) -> list:
+        """Inputs from ``file`` (standard input when None): a .csv / .tsv by the run's columns;
+        otherwise one text per line, or a JSON object per line (which models other than text
+        models require)."""
+        from ..data.readers import decode_line, iter_lines
+        if file and Path(file).is_dir():
+            raise DataError(file, None, "a directory, not a file of inputs")
+        if file and Path(file).name.lower().removesuffix(".gz").endswith((".csv", ".tsv")):
+            return self._table(file, encoding)
+        if file and not Path(file).is_file():
+            raise DataError(file, None, "no such file")
+        name, enc = file or "<stdin>", encoding or self.config.get("encoding") or "utf-8"
+        raw = getattr(sys.stdin, "buffer", None)          # bytes, so a line that is not UTF-8 is named
+        if file:
+            lines = iter_lines(file, enc)
+        elif raw is not None:
+            lines = ((i, decode_line(b.rstrip(b"\r\n"), name, i, enc)) for i, b in enumerate(raw, 1))
+        else:                                             # a text stream (sys.stdin replaced)
+            lines = enumerate((l.rstrip("\r\n") for l in sys.stdin), 1)
+        jsonl = bool(file) and Path(file).name.lower().removesuffix(".gz").endswith((".jsonl", ".json"))
+        return [self._line(line, name, i, jsonl) for i, line in lines]
+
+    def _line(self, line: str, name: str, i: int, jsonl: bool):
+        """A line as a JSON object or as a text. In a .jsonl file every line must be an object;
+        elsewhere a text or tree model also reads a line that is no JSON object as its text."""
+        strings_ok = not jsonl and self.kind in ("text", "tree")
+        if strings_ok and not line.lstrip().startswith("{"):
+            return line
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as e:
+            if strings_ok:
+                return line
+            raise DataError(name, i, f"invalid JSON ({e.msg})") from None
+        if not isinstance(value, dict):
+            if strings_ok:
+                return line
+            raise DataError(name, i, f"a JSON line must be an object, found {type(value).__name__}")
+        return value
+
+    def _table(self, file: str, encoding: str | None) -> list:
+        from ..data.readers import read_table
+        if not Path(file).is_file():
+            raise DataError(file, None, "no such file")
+        if self.kind not in ("text", "pair"):
+            raise DataError(file, None, f"a .csv / .tsv file feeds text or pair models; this {self.kind} model "
+                                        "reads JSON lines")
+        pair_col = (self.config.get("pair_col") or "pair") if self.kind == "pair" else None
+        rows = read_table(file, delimiter="\t" if ".tsv" in Path(file).name.lower() else ",",
+                          text_col=self.config.get("text_col") or "text", pair_col=pair_col, label_col=None,
+                          encoding=encoding or self.config.get("encoding") or "utf-8")
+        return [ex.text if self.kind == "text" else {"text": ex.text, "pair": ex.pair} for ex in rows]
+
+
+def _text(x: dict, key: str) -> str:
+    if key not in x:
+        raise ValueError(f"no {key!r} field")
+    if not isinstance(x[key], str):
+        raise ValueError(f"{key!r} must be a string, found {type(x[key]).__name__}")
+    return x[key]

@@ -1,0 +1,420 @@
+"""The run contract: every option of ``adaptext train``, declared once.
+
+Each option is one field of a section dataclass (data, text, optimisation, engine, output)
+whose metadata says what the option means (help), which values it takes (choices, lowest,
+above) and whether ``--resume`` may change it. The command line's flags and help, the
+checks of a ``--config`` file (refused values named at their line), the resume rule and the
+layout of ``config.json`` are all generated from these declarations: adding an option is
+one line here. The model's own options are the fields of its config dataclass (registry).
+
+At run time a configuration is one flat dict, option name -> value (``cfg["lr"]``), so a run
+option and a model option never share a name (the registry refuses a model field that would
+shadow one). ``config.json`` is written nested, one mapping per section and the model's
+options under ``model``::
+
+    {"model": {"name": "kim_cnn", "filters": 100, ...},
+     "data": {"data": "mr", "cv": 10, ...}, "text": {...}, "optimisation": {...},
+     "engine": {...}, "output": {...}}
+
+and a flat file (written before the sections existed, or by hand) is read as well.
+
+Precedence: the defaults here < the model's ``train_defaults`` < a ``--config`` file <
+options given on the command line.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..data.errors import DataError, OptionError, UsageError
+from ..data.readers import FORMATS
+
+
+def opt(default, help: str, *, choices=None, lowest=None, above=None, below=None, resume: bool = False,
+        path: bool = False, reader: bool = False, aliases: tuple = ()):
+    """A run option. ``lowest`` / ``above`` / ``below``: the smallest value taken / bounds a value
+    must exceed / stay under; ``resume``: ``--resume`` may change it; ``path``: a file or folder,
+    written to config.json by absolute path; ``reader``: passed to the file readers (columns, encoding)."""
+    return field(default=default, metadata={
+        "help": help, "choices": tuple(choices) if choices else None, "lowest": lowest, "above": above,
+        "below": below, "resume": resume, "path": path, "reader": reader, "aliases": tuple(aliases)})
+
+
+@dataclass
+class DataOptions:
+    data: str | None = opt(None, "named dataset or training file (default: the bundled TREC demo)", path=True)
+    dev: str | None = opt(None, "dev file (default: the dataset's dev split, else 10%% of train)", path=True)
+    test: str | None = opt(None, "test file", path=True)
+    data_dir: str | None = opt(None, "root of the named datasets (default: $ADAPTEXT_DATA)", path=True, resume=True)
+    format: str = opt("auto", "file format (auto: from the name and first line)", choices=FORMATS)
+    encoding: str | None = opt(None, "file encoding (default: utf-8; auto for Kim/TREC files: utf-8, else cp1252)",
+                               reader=True)
+    text_col: str = opt("text", "CSV/TSV/JSONL column or field of the text", reader=True)
+    pair_col: str | None = opt(None, "column or field of the second text (pairs)", reader=True,
+                               aliases=("--text-pair-col",))
+    contexts_col: str | None = opt(None, "JSONL field holding a list of context texts", reader=True)
+    label_col: str = opt("label", "column or field of the label", reader=True)
+    label_sep: str | None = opt(None, "split the label column on this string: a label set (multi-label)",
+                                reader=True)
+    on_bad_line: str = opt("error", "error: stop at a bad line; skip: leave it out and count it",
+                           choices=("error", "skip"))
+    cv: int = opt(0, "k-fold cross-validation (sets without a test split)", lowest=0)
+    cv_seed: int = opt(0, "seed of the cross-validation folds")
+
+
+@dataclass
+class TextOptions:
+    tokenizer: str | None = opt(None, "word or char (default: the model's)", choices=("word", "char"))
+    lower: bool = opt(True, "lower-case the text")
+    clean: str = opt("none", "kim: Kim's (2014) string cleaning", choices=("none", "kim"))
+    min_freq: int = opt(1, "keep words seen at least this often in train", lowest=1)
+    max_vocab: int = opt(0, "keep at most this many words (0: all)", lowest=0)
+    max_length: int = opt(2000, "truncate texts to this many tokens (0: never)", lowest=0)
+    embeddings: str | None = opt(None, "pretrained vectors (GloVe / word2vec / fastText text, or word2vec .bin; "
+                                       ".gz ok)", path=True)
+    embedding_mode: str | None = opt(None, "Kim 2014: rand, static, non-static, multichannel (default: non-static "
+                                           "with --embeddings, else rand)",
+                                     choices=("rand", "static", "non-static", "multichannel"))
+    oov_init: str = opt("uniform", "vectors of words missing from --embeddings", choices=("uniform", "normal"))
+    oov_scale: float = opt(0.25, "their scale (uniform: +-scale; normal: std)", lowest=0)
+    tagger: str = opt("nltk", "POS tagger of the tag-guided tree models")
+
+
+@dataclass
+class OptimisationOptions:
+    optimizer: str = opt("adam", "optimiser", choices=("adam", "adagrad", "adadelta", "sgd"))
+    lr: float = opt(1e-3, "learning rate", above=0)
+    batch_size: int = opt(50, "examples per batch", lowest=1)
+    epochs: int = opt(10, "at most this many epochs", lowest=1, resume=True)
+    weight_decay: float = opt(0.0, "L2 penalty", lowest=0)
+    grad_clip: float = opt(0.0, "clip gradients to this norm (0: no clipping)", lowest=0)
+    patience: int = opt(5, "stop after this many epochs without a better dev score", lowest=0)
+    monitor: str | None = opt(None, "dev metric for early stopping and model selection",
+                              choices=("accuracy", "macro_f1", "micro_f1"))
+    class_weights: str = opt("none", "balanced: weigh the loss by inverse class frequency",
+                             choices=("none", "balanced"))
+    bucket: int = opt(50, "sort by length within pools of this many batches (less padding; 0: off)", lowest=0)
+
+
+@dataclass
+class EngineOptions:
+    seed: int = opt(1, "random seed")
+    deterministic: bool = opt(False, "bit-identical reruns on the same machine (slower)")
+    accelerator: str = opt("cpu", "Lightning accelerator", choices=("cpu", "gpu", "cuda", "mps", "auto"),
+                           resume=True)
+    devices: int = opt(1, "devices (processes with --strategy ddp)", lowest=1, resume=True)
+    strategy: str = opt("auto", "Lightning strategy, e.g. ddp", resume=True)
+    num_nodes: int = opt(1, "machines (with --strategy ddp)", lowest=1, resume=True)
+    threads: int = opt(0, "torch CPU threads (0: torch's default)", lowest=0, resume=True)
+    checkpoint_every: int = opt(0, "also checkpoint every N training steps (for --resume mid-epoch)", lowest=0,
+                                resume=True)
+    keep_checkpoints: bool = opt(False, "keep checkpoints/ (the resume state) once the run has finished",
+                                 resume=True)
+    progress: bool = opt(True, "progress bar with examples/s (on stderr)", resume=True)
+
+
+@dataclass
+class OutputOptions:
+    out: str | None = opt(None, "run directory to write (default: runs/MODEL-DATA-seedS)", path=True)
+    resume: str | None = opt(None, "continue an interrupted run from its last checkpoint")
+
+
+SECTIONS = {"data": DataOptions, "text": TextOptions, "optimisation": OptimisationOptions,
+            "engine": EngineOptions, "output": OutputOptions}
+DEFAULT_MODEL = "kim_cnn"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One run option: its name, section, default, Python type and metadata."""
+    name: str
+    section: str
+    default: typing.Any
+    type: type
+    meta: dict
+
+    @property
+    def flags(self) -> tuple:
+        return ("--" + self.name.replace("_", "-"), *self.meta["aliases"])
+
+
+def _base_type(hint) -> type:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if args else hint
+
+
+def _collect() -> dict[str, Option]:
+    options = {}
+    for section, cls in SECTIONS.items():
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            options[f.name] = Option(f.name, section, f.default, _base_type(hints[f.name]), dict(f.metadata))
+    return options
+
+
+OPTIONS: dict[str, Option] = _collect()
+RESUME_MAY_CHANGE = tuple(k for k, o in OPTIONS.items() if o.meta["resume"])
+PATH_KEYS = tuple(k for k, o in OPTIONS.items() if o.meta["path"])
+READER_KEYS = tuple(k for k, o in OPTIONS.items() if o.meta["reader"])
+
+
+def run_defaults() -> dict:
+    return {"model": DEFAULT_MODEL, **{k: o.default for k, o in OPTIONS.items()}}
+
+
+# ----------------------------------------------------------------------- checks
+def check_value(key: str, value) -> None:
+    """Refuse a run option's value outside its choices or range, or a number that is not finite."""
+    o = OPTIONS[key]
+    if value is None:
+        return
+    allowed = o.meta["choices"]
+    if allowed and value not in allowed:
+        raise OptionError(key, f"{key} must be one of {', '.join(allowed)}, not {value!r}")
+    if o.type in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            kind = "a whole number" if o.type is int else "a number"
+            raise OptionError(key, f"{key} must be {kind}, not {value!r}")
+        if not math.isfinite(value):
+            raise OptionError(key, f"{key} must be a finite number, not {value!r}")
+        if o.meta["lowest"] is not None and value < o.meta["lowest"]:
+            raise OptionError(key, f"{key} must be at least {o.meta['lowest']}, not {value!r}")
+        if o.meta["above"] is not None and not value > o.meta["above"]:
+            raise OptionError(key, f"{key} must be above {o.meta['above']}, not {value!r}")
+        if o.meta["below"] is not None and not value < o.meta["below"]:
+            raise OptionError(key, f"{key} must be below {o.meta['below']}, not {value!r}")
+    if key == "cv" and value == 1:
+        raise OptionError("cv", "cv must be 0 (a held-out test split) or at least 2 folds, not 1")
+
+
+RATES = ("dropout", "head_dropout", "recurrent_dropout", "weight_dropout", "zoneout")
+ZERO_MEANS_OFF = ("fixed_length",)       # densecnn --fixed-length 0: pad to the batch's longest text
+
+
+def coerce_model_option(key: str, default, value):
+    """A model option from a config file as its field's type: YAML's ``widths: 3`` is ``(3,)``,
+    ``"3,4,5"`` is ``(3, 4, 5)``, ``"100"`` is 100; what does not convert is a clear error."""
+    if value is None or isinstance(default, bool) or not isinstance(default, (int, float, tuple)):
+        return value
+    given = value
+    try:
+        if isinstance(default, tuple):
+            conv = type(default[0]) if default else int
+            if isinstance(value, str):
+                value = [x for x in value.split(",") if x.strip()]
+            elif not isinstance(value, (list, tuple)):
+                value = [value]
+            return tuple(conv(x) for x in value)
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise TypeError(value)
+        return type(default)(value)
+    except (TypeError, ValueError, OverflowError):
+        names = {int: "whole numbers", float: "numbers"}
+        kind = f"comma-separated {names[type(default[0]) if default else int]}" if isinstance(default, tuple) \
+            else {int: "a whole number", float: "a number"}[type(default)]
+        raise OptionError(key, f"{key} must be {kind}, not {given!r}") from None
+
+
+def check_model_value(key: str, default, v) -> None:
+    """A model option out of range is a clear error before any data is read (``--widths 0``
+    failed at the first batch inside oneDNN): sizes, widths and counts whose default is positive
+    stay >= 1, dropout rates in [0, 1), the max-norm >= 0, every number finite."""
+    if isinstance(default, bool) or v is None:
+        return
+    if isinstance(v, float) and not math.isfinite(v):
+        raise OptionError(key, f"{key} must be a finite number, not {v!r}")
+    least = 0 if key in ZERO_MEANS_OFF else 1
+    if isinstance(default, int) and default > 0 and v < least:
+        raise OptionError(key, f"{key} must be at least {least}, not {v!r}")
+    if isinstance(default, tuple) and default and all(isinstance(x, int) for x in default) \
+            and (not v or any(x < 1 for x in v)):
+        raise OptionError(key, f"{key} must be one or more numbers of at least 1, not {','.join(map(str, v)) or 'none'}")
+    if key in RATES and not 0 <= v < 1:
+        raise OptionError(key, f"{key} must be in [0, 1), not {v!r}")
+    if key == "max_norm" and v < 0:
+        raise OptionError(key, f"max_norm must be at least 0 (0: no constraint), not {v!r}")
+
+
+def check_new_run(cfg: dict) -> None:
+    """Options that a new run refuses (a saved run's config is loaded as it was)."""
+    if cfg["embedding_mode"] == "rand" and cfg["embeddings"]:
+        raise UsageError("embedding mode rand (random vectors) does not use --embeddings: drop one, "
+                         "or pick static, non-static or multichannel")
+
+
+# ----------------------------------------------------------------------- resolve
+def resolve(options: dict, file_options: dict | None = None, source=None) -> dict:
+    """Merge defaults, the model's training defaults, a config file and explicit options into
+    one checked flat config. A value refused that came from the file (``source``, when given)
+    is a ``DataError`` naming its line."""
+    from ..registry import get_entry
+    file_options = flatten(file_options or {})
+    model = options.get("model") or file_options.get("model") or DEFAULT_MODEL
+    entry = get_entry(model)
+    cfg = {**run_defaults(), **entry.defaults, **entry.train_defaults}
+    for src in (file_options, options):
+        cfg.update({k: v for k, v in src.items() if v is not None})
+    cfg["model"] = model
+
+    def from_file(key: str) -> bool:
+        return source is not None and key in file_options and options.get(key) is None
+
+    unknown = sorted(set(cfg) - set(OPTIONS) - {"model"} - set(entry.defaults))
+    if unknown:
+        problem = f"unknown option(s) {', '.join(unknown)} for model {model}"
+        if all(from_file(k) for k in unknown):
+            raise DataError(source, line_of(source, unknown[0]), problem)
+        raise UsageError(problem)
+    try:
+        _check(entry, cfg)
+    except OptionError as e:
+        if from_file(e.key):
+            raise DataError(source, line_of(source, e.key), str(e)) from None
+        raise
+    return cfg
+
+
+def _check(entry, cfg: dict) -> None:
+    """Refuse a value outside its choices or range, before any data is read; model options are
+    brought to their field's type on the way (JSON turns tuples into lists; YAML writes 3 for (3,))."""
+    for k in OPTIONS:
+        check_value(k, cfg[k])
+    if cfg["embedding_mode"] is None:
+        cfg["embedding_mode"] = "non-static" if cfg["embeddings"] else "rand"
+    for k, default in entry.defaults.items():
+        cfg[k] = coerce_model_option(k, default, cfg[k])
+        check_model_value(k, default, cfg[k])
+    entry.config(**model_options(cfg))              # refuses a value outside a field's choices
+
+
+def model_options(cfg: dict) -> dict:
+    from ..registry import get_entry
+    return {k: cfg[k] for k in get_entry(cfg["model"]).defaults}
+
+
+# ----------------------------------------------------------------------- config.json
+def nested(cfg: dict) -> dict:
+    """The documented form of config.json: the model (name and options), then one mapping per section."""
+    out = {"model": {"name": cfg["model"], **model_options(cfg)}}
+    for section in SECTIONS:
+        out[section] = {k: cfg[k] for k, o in OPTIONS.items() if o.section == section}
+    return out
+
+
+def flatten(data: dict) -> dict:
+    """Options as one flat mapping, from the nested form, the flat form, or a mix of both."""
+    flat = {}
+    for k, v in data.items():
+        if k == "model" and isinstance(v, dict):
+            flat.update({kk: vv for kk, vv in v.items() if kk != "name"})
+            if "name" in v:
+                flat["model"] = v["name"]
+        elif k in SECTIONS and isinstance(v, dict):
+            flat.update(v)
+        else:
+            flat[k] = v
+    return flat
+
+
+def load_config_file(path) -> dict:
+    """Options from a JSON or YAML file (a run's ``config.json`` among them), flattened; a file
+    that does not parse is a ``DataError`` naming its line."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, None, "no such config file")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            raise DataError(path, mark.line + 1 if mark else None,
+                            f"invalid YAML ({getattr(e, 'problem', None) or e})") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise DataError(path, e.lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
+    if not isinstance(data, dict):
+        raise DataError(path, None, "a config file must hold one mapping of options")
+    data = {k.replace("-", "_"): v for k, v in flatten(data).items()}
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def line_of(path, key: str) -> int | None:
+    """The line of a config file (JSON or YAML) that sets ``key`` (written with _ or -), if one does."""
+    names = "|".join(re.escape(k) for k in {key, key.replace("_", "-")})
+    pattern = re.compile(rf"""(?:^|[\s{{,])["']?(?:{names})["']?\s*:(?!\s*\{{)""")
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if pattern.search(line):
+            return i
+    return None
+
+
+# ----------------------------------------------------------------------- command line
+def add_arguments(parser, model: str) -> None:
+    """One flag per run option (section by section) and per option of ``model``, with help
+    showing the value this model runs with."""
+    from ..registry import get_entry
+    shown = resolve({"model": model})
+    for section in SECTIONS:
+        group = parser.add_argument_group(f"{section} options")
+        for key, o in OPTIONS.items():
+            if o.section != section:
+                continue
+            text = o.meta["help"]
+            if shown.get(key) not in (None, "", ()) and key not in ("out", "embedding_mode"):
+                text += f" [default: {shown[key]}]"
+            _add_flag(group, o.flags, key, o.type, o.meta["choices"], text)
+    entry = get_entry(model)
+    group = parser.add_argument_group(f"{model} options ({entry.paper or 'model'} defaults)")
+    for f in dataclasses.fields(entry.config):
+        default, about = entry.defaults[f.name], f.metadata.get("help")
+        typ = tuple if isinstance(default, tuple) else type(default) if default is not None else str
+        _add_flag(group, ("--" + f.name.replace("_", "-"),), f.name, typ, f.metadata.get("choices"),
+                  f"{about} [default: {default}]" if about else f"default {default}",
+                  element=type(default[0]) if isinstance(default, tuple) and default else int)
+
+
+def _add_flag(group, flags, key, typ, choices, help_text, element=int) -> None:
+    import argparse
+    if typ is bool:
+        group.add_argument(*flags, dest=key, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+    elif typ is tuple:
+        group.add_argument(*flags, dest=key, default=None, metavar="A,B,...", type=_tuple_of(element), help=help_text)
+    else:
+        group.add_argument(*flags, dest=key, default=None, type=_number(typ) if typ in (int, float) else str,
+                           choices=choices, help=help_text)
+
+
+def _number(typ):
+    def parse(s: str):
+        try:
+            value = typ(s)
+        except ValueError:
+            raise argparse_error(f"expected {'a whole number' if typ is int else 'a number'}, not {s!r}") from None
+        if typ is float and not math.isfinite(value):
+            raise argparse_error(f"expected a finite number, not {s!r}")
+        return value
+    parse.__name__ = typ.__name__
+    return parse
+
+
+def _tuple_of(conv):
+    def parse(s: str) -> tuple:
+        try:
+            return tuple(conv(x) for x in s.split(",") if x.strip())
+        except ValueError:
+            raise argparse_error(f"expected comma-separated {conv.__name__} values, e.g. 3,4,5; not {s!r}") from None
+    return parse
+
+
+def argparse_error(message: str):
+    import argparse
+    return argparse.ArgumentTypeError(message)

@@ -1,0 +1,127 @@
+"""Inference, one way for every caller (training's final evaluation, the Python API,
+``adaptext predict`` / ``evaluate``, the service, export):
+
+    examples -> items -> batches -> probabilities -> decisions
+
+``Pipeline`` holds a run's spec and model and carries inputs along that line."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..data.batching import Batch, BatchLoader, Collator, Encoder
+from ..data.errors import BadLines
+from ..registry import TextClassifier, get_entry
+from .inputs import InputReader, as_input_list
+from .metrics import decide
+from .spec import RunSpec
+
+
+def collator(model: TextClassifier, labels) -> Collator:
+    """Batches padded as the model needs (at least its widest filter, or its fixed length)."""
+    return Collator(len(labels), labels.multilabel, model.min_length, model.fixed_length)
+
+
+def tag(examples: list, config: dict) -> list:
+    """Trees of a tag-guided model get POS tags (leaves) and phrase tags (inner nodes)."""
+    if not examples or not get_entry(config["model"]).needs_tags:
+        return examples
+    from ..data.tags import PhraseLabeller, get_tagger, tag_examples
+    return tag_examples(examples, get_tagger(config["tagger"]), PhraseLabeller.load_default())
+
+
+@torch.no_grad()
+def predict_probs(model, items, collate: Collator, multilabel: bool, batch_size: int = 256) -> np.ndarray:
+    """[len(items), classes] probabilities (softmax; sigmoid for multi-label), in the items' order."""
+    model.eval()
+    out = np.zeros((len(items), collate.num_classes), dtype=np.float32)
+    pos = {it.index: k for k, it in enumerate(items)}
+    device = next(model.parameters()).device
+    for batch in BatchLoader(items, batch_size, collate):
+        batch = to_device(batch, device)
+        p = probabilities(logits_of(model(batch)), multilabel).float().cpu().numpy()
+        out[[pos[int(i)] for i in batch.index]] = p
+    return out
+
+
+def logits_of(out):
+    return out["logits"] if isinstance(out, dict) else out
+
+
+def probabilities(logits: torch.Tensor, multilabel: bool) -> torch.Tensor:
+    return torch.sigmoid(logits) if multilabel else torch.softmax(logits, dim=-1)
+
+
+def to_device(batch: Batch, device) -> Batch:
+    if device.type == "cpu":
+        return batch
+    from lightning_utilities.core.apply_func import apply_to_collection
+    return apply_to_collection(batch, torch.Tensor, lambda t: t.to(device))
+
+
+def gold(items, labels) -> np.ndarray:
+    """Class ids [N] (multi-hot [N, C] for multi-label) of labelled items."""
+    if labels.multilabel:
+        y = np.zeros((len(items), len(labels)), dtype=np.int64)
+        for k, it in enumerate(items):
+            y[k, it.label] = 1
+        return y
+    return np.asarray([it.label for it in items], dtype=np.int64)
+
+
+def length_limit(max_length: int, fixed_length: int) -> int:
+    """Where texts are cut: a model that reads a fixed number of positions (DenseCNN's 300) cuts
+    there whatever the run's max_length, so such a cut is flagged like any other."""
+    if max_length and fixed_length:
+        return min(max_length, fixed_length)
+    return max_length or fixed_length
+
+
+class Pipeline:
+    """A trained run's model with everything that turns raw input into predictions."""
+
+    def __init__(self, spec: RunSpec, model: TextClassifier):
+        self.spec, self.model = spec, model.eval()
+        self.labels, self.kind = spec.labels, spec.kind
+        limit = length_limit(spec.config["max_length"], model.fixed_length)
+        self.encoder = Encoder(spec.tokenizer, spec.vocab, spec.labels, spec.tag_vocab, limit)
+        self.collate = collator(model, spec.labels)
+        self.reader = InputReader(spec.kind, spec.config, self.encoder.tokens, limit)
+
+    def examples(self, inputs) -> list:
+        return tag(self.reader.examples(inputs), self.spec.config)
+
+    def items(self, inputs) -> list:
+        """Encoded inputs, unlabelled; a text empty after tokenisation is read as one unknown word."""
+        items = self.encoder.encode(self.examples(inputs), with_labels=False)
+        for k, it in enumerate(items):
+            it.index = k
+            if it.text is not None and len(it.text) == 0:
+                it.text = np.asarray([1], dtype=np.int64)
+        return items
+
+    def labelled_items(self, examples, bad: BadLines | None = None) -> list:
+        return self.encoder.encode(tag(examples, self.spec.config), bad)
+
+    def probabilities(self, items, batch_size: int = 256) -> np.ndarray:
+        return predict_probs(self.model, items, self.collate, self.labels.multilabel, batch_size)
+
+    def predict(self, inputs, batch_size: int = 64) -> list[dict]:
+        items = self.items(as_input_list(inputs))
+        probs = self.probabilities(items, batch_size)
+        return [self.decision(p, pred, it.truncated)
+                for p, pred, it in zip(probs, decide(probs, self.labels.multilabel, self.labels.threshold), items)]
+
+    def decision(self, p: np.ndarray, pred, truncated: bool) -> dict:
+        """{"label", "probs"} (multi-label: also "labels", most probable first); "truncated": true
+        where only the beginning of a text was read."""
+        names = self.labels.labels
+        d = {"probs": {l: round(float(v), 6) for l, v in zip(names, p)}}
+        if self.labels.multilabel:
+            d["labels"] = [names[j] for j in sorted(np.flatnonzero(pred), key=lambda j: -p[j])]
+            d["label"] = d["labels"][0] if d["labels"] else None
+        else:
+            d["label"] = names[int(pred)]
+        if truncated:
+            d["truncated"] = True
+        return d

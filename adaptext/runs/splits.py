@@ -1,0 +1,64 @@
+"""The splits a run reads (train, dev, test, or cross-validation folds), from its options: for
+training, and again for ``evaluate`` and ``explain``, which must see a split as the run saw it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..data.datasets import DATASETS, holdout, load_files, load_named
+from ..data.errors import BadLines, DataError
+from .options import READER_KEYS
+
+DEMO = "trec-demo"
+
+
+def load_data(cfg: dict):
+    """The run's ``Splits``: its training file (with --dev / --test files) or a named dataset."""
+    data = cfg["data"] or DEMO
+    if Path(data).exists() and not Path(data).is_dir():
+        kw = {k: cfg[k] for k in READER_KEYS}
+        return load_files(data, cfg["dev"], cfg["test"], cfg["format"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"],
+                          **kw)
+    if cfg["dev"] or cfg["test"]:
+        if data not in DATASETS:
+            raise DataError(data, None, "no such file" if not Path(data).is_dir() else "a directory, not a file")
+        raise DataError(data, None, "--dev / --test go with a training file; a named dataset brings its own splits")
+    return load_named(data, cfg["data_dir"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"])
+
+
+def fold_splits(splits, fold: int) -> tuple[list, list, list]:
+    """(train, dev, test) of fold k (1-based) of a cross-validated run: it trains on the other
+    folds, 10% of them held out as dev, and tests on fold k."""
+    tr_idx, te_idx = splits.folds[fold - 1]
+    train, dev = holdout([splits.train[i] for i in tr_idx])
+    return train, dev, [splits.train[i] for i in te_idx]
+
+
+def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on_bad_line="error",
+                   fold: int | None = None):
+    """(examples, bad lines) of one split as a run saw it, for evaluate and explain.
+
+    Without ``data``: the run's own data, re-read with its options, so ``--split test`` is the
+    run's test file and a dev held out of train is the same 10% again (``fold``: fold k of a
+    cross-validated run). With a named dataset: that dataset's split (a held-out dev recomputed).
+    With a file: that file, read with the run's column options (the file is the split)."""
+    from ..data.readers import read_file
+    if data and data not in DATASETS:
+        if not Path(data).is_file():
+            raise DataError(data, None, "a directory, not a file" if Path(data).is_dir() else "no such file")
+        bad = BadLines(on_bad_line)
+        return read_file(data, fmt or cfg.get("format", "auto"), bad, **{k: cfg.get(k) for k in READER_KEYS}), bad
+    own = data is None
+    run = dict(cfg, data=data or cfg.get("data"), on_bad_line=on_bad_line, format=fmt or cfg.get("format", "auto"),
+               data_dir=data_dir or cfg.get("data_dir"))
+    if not own:
+        run.update(dev=None, test=None, cv=0)
+    splits = load_data(run)
+    if own and splits.folds and fold:
+        train, dev, test = fold_splits(splits, fold)
+        return {"train": train, "dev": dev, "test": test}[split], splits.bad
+    chosen = {"train": splits.train, "dev": splits.dev, "test": splits.test}[split]
+    if not chosen:
+        raise DataError(run["data"] or DEMO, None, f"the run has no {split} split (it was cross-validated: evaluate "
+                                                   f"one of its fold-k directories); pass --data FILE to evaluate "
+                                                   f"on a file")
+    return chosen, splits.bad
