@@ -283,6 +283,20 @@ def test_balanced_class_weights_lift_the_minority_class(tmp_path):
     assert recall["none"] < 20 and recall["balanced"] > 50, recall
 
 
+def test_label_smoothing_makes_the_model_less_sure(tmp_path):
+    """The same run with 30% of each target spread over the other classes predicts with lower
+    confidence; a share of 1 (no target left) is refused."""
+    confidence = {}
+    for share in (0.0, 0.3):
+        out = tmp_path / str(share)
+        train_run({"out": str(out), "epochs": 2, "label_smoothing": share, **TINY})
+        rows = [json.loads(l) for l in (out / "test_predictions.jsonl").read_text().splitlines()]
+        confidence[share] = sum(r["prob"] for r in rows) / len(rows)
+    assert confidence[0.3] < confidence[0.0] - 0.05, confidence
+    with pytest.raises(ValueError, match="label_smoothing must be below 1, not 1.0"):
+        train_run({"out": str(tmp_path / "x"), "label_smoothing": 1.0, **TINY})
+
+
 @pytest.mark.parametrize("opt,lr", [("sgd", 0.05), ("adadelta", 1.0), ("adam", 0.01), ("adagrad", 0.05)])
 def test_every_optimiser_learns(opt, lr, tmp_path):
     """Three epochs: the training loss falls every epoch and the test accuracy ends well above

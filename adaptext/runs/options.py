@@ -98,6 +98,8 @@ class OptimisationOptions:
                               choices=("accuracy", "macro_f1", "micro_f1"))
     class_weights: str = opt("none", "balanced: weigh the loss by inverse class frequency",
                              choices=("none", "balanced"))
+    label_smoothing: float = opt(0.0, "share of each target spread over the other classes (single-label)",
+                                 lowest=0, below=1)
     bucket: int = opt(50, "sort by length within pools of this many batches (less padding; 0: off)", lowest=0)
 
 

@@ -29,6 +29,7 @@ class ClassifierModule(L.LightningModule):
         self.train_loader, self.dev_loader = train_loader, dev_loader
         self.multilabel = labels.multilabel
         self.monitor = cfg["monitor"] or ("micro_f1" if self.multilabel else "accuracy")
+        self.smoothing = cfg["label_smoothing"]
         self.register_buffer("class_weights", class_weights if class_weights is not None else torch.ones(0),
                              persistent=False)
         self._val: list = []
@@ -58,11 +59,11 @@ class ClassifierModule(L.LightningModule):
             nl = batch.tree.node_labels
             keep = nl >= 0
             w = self.class_weights if self.class_weights.numel() else None
-            return F.cross_entropy(out["node_logits"][keep], nl[keep], weight=w)
+            return F.cross_entropy(out["node_logits"][keep], nl[keep], weight=w, label_smoothing=self.smoothing)
         if self.multilabel:
             return F.binary_cross_entropy_with_logits(logits, batch.labels)
         w = self.class_weights if self.class_weights.numel() else None
-        return F.cross_entropy(logits, batch.labels, weight=w)
+        return F.cross_entropy(logits, batch.labels, weight=w, label_smoothing=self.smoothing)
 
     def forward(self, batch):
         return self.model(batch)
