@@ -93,7 +93,7 @@ def with_simple_tags(examples):
 
 def encode_for(examples, tokenizer_level: str = "word"):
     """(items, vocab size, number of classes, tag vocab size, multilabel) for a list of examples."""
-    tok = Tokenizer(level=tokenizer_level)
+    tok = Tokenizer(level=tokenizer_level, pretrained="all-MiniLM-L6-v2" if tokenizer_level == "subword" else None)
     texts = []
     for ex in examples:
         if hasattr(ex, "tree"):
@@ -101,7 +101,7 @@ def encode_for(examples, tokenizer_level: str = "word"):
         else:
             texts.append(tok(ex.text) + (tok(ex.pair) if hasattr(ex, "pair") else []) +
                          [t for c in getattr(ex, "contexts", ()) for t in tok(c)])
-    vocab = Vocab.build(texts)
+    vocab = tok.vocabulary(texts)
     labels = LabelMap.from_examples(examples)
     tags = sorted({t for ex in examples for tr in ([ex.tree] + ([ex.pair] if hasattr(ex, "tree") and hasattr(ex, "pair") else []))
                    if hasattr(ex, "tree") for t in tr.tags if t is not None}) if hasattr(examples[0], "tree") else []

@@ -25,15 +25,21 @@ def kim_clean(s: str) -> str:
     return re.sub(r"\s{2,}", " ", s).strip()
 
 
+LEVELS = ("word", "char", "subword")
+
+
 @dataclass
 class TokenizerConfig:
-    level: str = "word"          # word | char
+    level: str = "word"          # word | char | subword (a pretrained encoder's word pieces)
     lower: bool = True
     clean: str = "none"          # none | kim (Kim 2014's clean_str, word level)
+    pretrained: str | None = None   # subword: the encoder whose tokenizer and vocabulary are used
 
     def __post_init__(self):
-        if self.level not in ("word", "char"):
-            raise ValueError(f"tokenizer level must be 'word' or 'char', not {self.level!r}")
+        if self.level not in LEVELS:
+            raise ValueError(f"tokenizer level must be one of {', '.join(LEVELS)}, not {self.level!r}")
+        if self.level == "subword" and not self.pretrained:
+            raise ValueError("a subword tokenizer needs the pretrained encoder it belongs to")
         if self.clean not in ("none", "kim"):
             raise ValueError(f"clean must be 'none' or 'kim', not {self.clean!r}")
 
@@ -45,6 +51,9 @@ class Tokenizer:
     def __call__(self, text: str) -> list[str]:
         c = self.config
         text = _HTML_BREAK.sub(" ", text)
+        if c.level == "subword":                 # the encoder's own normalisation (lower-casing, accents)
+            from ..pretrained import tokenizer
+            return tokenizer(c.pretrained).tokenize(text)
         if c.lower:
             text = text.lower()
         if c.level == "char":
@@ -56,12 +65,24 @@ class Tokenizer:
     def to_dict(self) -> dict:
         return asdict(self.config)
 
+    def vocabulary(self, token_lists, min_freq: int = 1, max_size: int | None = None) -> "Vocab":
+        """The vocabulary of a run: the pretrained encoder's word pieces for a subword tokenizer
+        (their ids are the encoder's, shifted by <pad> and <unk>), else the training tokens."""
+        if self.config.level == "subword":
+            from ..pretrained import vocabulary
+            return Vocab(vocabulary(self.config.pretrained), shift=True)
+        return Vocab.build(token_lists, min_freq, max_size)
+
 
 class Vocab:
     """Token <-> id. Id 0 is ``<pad>``, id 1 is ``<unk>``."""
 
-    def __init__(self, tokens: list[str]):
-        if tokens[:2] != [PAD, UNK]:
+    def __init__(self, tokens: list[str], shift: bool = False):
+        """``shift``: every token of ``tokens`` keeps its place after <pad> and <unk> (a pretrained
+        vocabulary, whose id k becomes k + 2), even one spelled like them."""
+        if shift:
+            tokens = [PAD, UNK] + list(tokens)
+        elif tokens[:2] != [PAD, UNK]:
             tokens = [PAD, UNK] + [t for t in tokens if t not in (PAD, UNK)]
         self.itos = list(tokens)
         self.stoi = {t: i for i, t in enumerate(self.itos)}

@@ -23,6 +23,7 @@ options given on the command line.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import math
@@ -69,14 +70,16 @@ class DataOptions:
 
 @dataclass
 class TextOptions:
-    tokenizer: str | None = opt(None, "word or char (default: the model's)", choices=("word", "char"))
+    tokenizer: str | None = opt(None, "word, char, or subword (a pretrained encoder's word pieces; default: the "
+                                      "model's)", choices=("word", "char", "subword"))
     lower: bool = opt(True, "lower-case the text")
     clean: str = opt("none", "kim: Kim's (2014) string cleaning", choices=("none", "kim"))
     min_freq: int = opt(1, "keep words seen at least this often in train", lowest=1)
     max_vocab: int = opt(0, "keep at most this many words (0: all)", lowest=0)
     max_length: int = opt(2000, "truncate texts to this many tokens (0: never)", lowest=0)
     embeddings: str | None = opt(None, "pretrained vectors (GloVe / word2vec / fastText text, or word2vec .bin; "
-                                       ".gz ok)", path=True)
+                                       ".gz ok), or transformer[:NAME_OR_PATH]: vectors for the vocabulary derived "
+                                       "from a pretrained encoder (default all-MiniLM-L6-v2)", path=True)
     embedding_mode: str | None = opt(None, "Kim 2014: rand, static, non-static, multichannel (default: non-static "
                                            "with --embeddings, else rand)",
                                      choices=("rand", "static", "non-static", "multichannel"))
@@ -385,7 +388,6 @@ def add_arguments(parser, model: str) -> None:
 
 
 def _add_flag(group, flags, key, typ, choices, help_text, element=int) -> None:
-    import argparse
     if typ is bool:
         group.add_argument(*flags, dest=key, action=argparse.BooleanOptionalAction, default=None, help=help_text)
     elif typ is tuple:
@@ -400,9 +402,10 @@ def _number(typ):
         try:
             value = typ(s)
         except ValueError:
-            raise argparse_error(f"expected {'a whole number' if typ is int else 'a number'}, not {s!r}") from None
+            kind = "a whole number" if typ is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {kind}, not {s!r}") from None
         if typ is float and not math.isfinite(value):
-            raise argparse_error(f"expected a finite number, not {s!r}")
+            raise argparse.ArgumentTypeError(f"expected a finite number, not {s!r}")
         return value
     parse.__name__ = typ.__name__
     return parse
@@ -413,10 +416,7 @@ def _tuple_of(conv):
         try:
             return tuple(conv(x) for x in s.split(",") if x.strip())
         except ValueError:
-            raise argparse_error(f"expected comma-separated {conv.__name__} values, e.g. 3,4,5; not {s!r}") from None
+            raise argparse.ArgumentTypeError(f"expected comma-separated {conv.__name__} values, e.g. 3,4,5; "
+                                             f"not {s!r}") from None
     return parse
 
-
-def argparse_error(message: str):
-    import argparse
-    return argparse.ArgumentTypeError(message)

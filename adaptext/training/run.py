@@ -20,6 +20,7 @@ from lightning.pytorch.callbacks import Callback
 
 from ..data.batching import BatchLoader, Encoder
 from ..data.embeddings import embedding_matrix
+from ..data.transformer_vectors import is_transformer_spec, transformer_vectors
 from ..data.errors import BadLines, DataError, UsageError
 from ..data.text import LabelMap, Tokenizer, Vocab
 from ..registry import count_parameters, get_entry
@@ -66,8 +67,8 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
         raise DataError(where, None, "no dev examples: 10% of each class held out of train "
                                      "rounds to none with this few examples; pass --dev FILE")
     train, dev, test = (tag(s, cfg) for s in (train, dev, test))
-    tokenizer = Tokenizer(level=cfg["tokenizer"] or entry.tokenizer, lower=cfg["lower"], clean=cfg["clean"])
-    vocab = Vocab.build(token_lists(train, tokenizer), cfg["min_freq"], cfg["max_vocab"] or None)
+    tokenizer = make_tokenizer(cfg)
+    vocab = tokenizer.vocabulary(token_lists(train, tokenizer), cfg["min_freq"], cfg["max_vocab"] or None)
     found = LabelMap.from_examples(train)
     labels = LabelMap(found.labels, found.multilabel or multilabel)
     if len(labels) < 2:
@@ -76,7 +77,10 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
 
     bad = BadLines(cfg["on_bad_line"])
     vectors, coverage = None, None
-    if cfg["embeddings"]:
+    if is_transformer_spec(cfg["embeddings"]):
+        vectors, coverage = transformer_vectors(vocab, cfg["embeddings"], token_lists(train, tokenizer), log)
+        log(f"embeddings: {coverage}")
+    elif cfg["embeddings"]:
         vectors, coverage = embedding_matrix(vocab, cfg["embeddings"], cfg["oov_init"], cfg["oov_scale"], cfg["seed"],
                                              bad=bad)
         log(f"embeddings: {coverage}")
@@ -86,6 +90,14 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
     encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg["max_length"])
     encoded = [encoder.encode(s, bad) if s else None for s in (train, dev, test)]
     return Prepared(spec, vectors, coverage, *encoded, test or [], bad, encoder.truncated)
+
+
+def make_tokenizer(cfg: dict) -> Tokenizer:
+    """The run's tokenizer; a subword one reads the word pieces of the model's pretrained encoder."""
+    from ..pretrained import DEFAULT
+    level = cfg["tokenizer"] or get_entry(cfg["model"]).tokenizer
+    pretrained = (cfg.get("pretrained") or DEFAULT) if level == "subword" else None
+    return Tokenizer(level=level, lower=cfg["lower"], clean=cfg["clean"], pretrained=pretrained)
 
 
 def token_lists(examples, tokenizer):
