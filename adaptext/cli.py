@@ -72,6 +72,27 @@ def cmd_train(argv) -> int:
     return 0
 
 
+def cmd_distill(argv) -> int:
+    """train a fast student on a trained teacher run's logits (Tang et al. 2019)"""
+    if not argv or argv[0].startswith("-"):
+        print("usage: adaptext distill TEACHER_RUN --model STUDENT [train options] --out RUN\n\n"
+              "The student reads the teacher's data unless --data says otherwise; see adaptext train --help.")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    from .training.distill import teacher_data_options
+    teacher, rest = argv[0], argv[1:]
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--model")
+    known, _ = pre.parse_known_args(rest)
+    args = train_parser(known.model or "kim_cnn").parse_args(rest)
+    opts = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
+    opts["teacher"] = str(Path(teacher).resolve())
+    from .training import train_run
+    metrics = train_run(opts, teacher_data_options(teacher), log=lambda m: print(m, file=sys.stderr))
+    if metrics:
+        print_json(summary(metrics))
+    return 0
+
+
 def summary(m: dict) -> dict:
     keep = ("accuracy", "macro_f1", "micro_f1", "example_f1", "accuracy_std", "macro_f1_std")
     out = {s: {k: v for k, v in m[s].items() if k in keep} for s in ("dev", "test") if s in m}
@@ -240,7 +261,7 @@ def cmd_export(argv) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
+COMMANDS = {"train": cmd_train, "distill": cmd_distill, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
             "datasets": cmd_datasets, "explain": cmd_explain, "serve": cmd_serve, "export": cmd_export}
 USAGE = ("usage: adaptext {" + ",".join(COMMANDS) + "} ...\n\n"
          "  train      train and evaluate a model (no --data: the bundled TREC demo)\n"

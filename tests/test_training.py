@@ -44,7 +44,7 @@ def test_run_directory_is_complete_and_pickle_free(demo_run):
     assert [p["index"] for p in preds] == list(range(500)) and preds[0]["where"].endswith(":1")
     assert 100 * sum(p["pred"] == p["gold"] for p in preds) / 500 == pytest.approx(m["test"]["accuracy"], abs=0.01)
     cfg = json.loads((out / "config.json").read_text())       # the documented form: the model, then the sections
-    assert list(cfg) == ["model", "data", "text", "optimisation", "engine", "output"]
+    assert list(cfg) == ["model", "data", "text", "optimisation", "engine", "distillation", "output"]
     assert cfg["model"]["name"] == "kim_cnn" and cfg["model"]["filters"] == 8
     assert cfg["optimisation"]["optimizer"] == "adadelta" and "seed" in cfg["engine"]
 

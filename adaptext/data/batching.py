@@ -58,6 +58,7 @@ class Batch:
     context_lengths: torch.Tensor | None = None
     tree: TreeBatch | None = None
     pair_tree: TreeBatch | None = None
+    soft: torch.Tensor | None = None        # [B, C] a teacher's logits (distillation)
 
     @classmethod
     def of_ids(cls, kind: str, text, lengths, second=None, second_lengths=None) -> "Batch":
@@ -108,6 +109,7 @@ class Item:
     tree: EncodedTree | None = None
     pair_tree: EncodedTree | None = None
     truncated: bool = False
+    soft: np.ndarray | None = None    # a teacher's logits [C] (distillation); its label may then be None
 
     def length(self) -> int:
         if self.text is not None:
@@ -243,7 +245,10 @@ class Collator:
 
     def __call__(self, items: list[Item]) -> Batch:
         b = Batch(index=torch.tensor([it.index for it in items], dtype=torch.int64))
-        if items[0].label is not None:
+        if items[0].soft is not None:                 # distillation: unlabelled transfer texts are -100
+            b.soft = torch.from_numpy(np.stack([it.soft for it in items]).astype(np.float32))
+            b.labels = torch.tensor([-100 if it.label is None else it.label for it in items], dtype=torch.int64)
+        elif items[0].label is not None:
             if self.multilabel:
                 y = torch.zeros(len(items), self.num_classes)
                 for r, it in enumerate(items):

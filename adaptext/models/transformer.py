@@ -47,7 +47,7 @@ class TransformerClassifier(TextClassifier):
         if spec.vocab_size != expected:
             raise ValueError(f"the transformer reads its encoder's word pieces (--tokenizer subword): a vocabulary "
                              f"of {expected}, not {spec.vocab_size}")
-        self.encoder = _encoder(cfg)
+        self.encoder = _encoder(cfg).train()        # from_pretrained leaves it in eval mode: dropout off
         self.encoder.get_input_embeddings().is_word_embedding = True    # counted apart, as other models' are
         # encoder ids of adaptext's <pad> and <unk>, and of [CLS] and [SEP]
         self.register_buffer("special", torch.tensor([tok.pad_token_id, tok.unk_token_id, tok.cls_token_id,

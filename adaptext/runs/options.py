@@ -36,14 +36,15 @@ from ..data.errors import DataError, OptionError, UsageError
 from ..data.readers import FORMATS
 
 
-def opt(default, help: str, *, choices=None, lowest=None, above=None, below=None, resume: bool = False,
-        path: bool = False, reader: bool = False, aliases: tuple = ()):
-    """A run option. ``lowest`` / ``above`` / ``below``: the smallest value taken / bounds a value
-    must exceed / stay under; ``resume``: ``--resume`` may change it; ``path``: a file or folder,
-    written to config.json by absolute path; ``reader``: passed to the file readers (columns, encoding)."""
+def opt(default, help: str, *, choices=None, lowest=None, highest=None, above=None, below=None,
+        resume: bool = False, path: bool = False, reader: bool = False, aliases: tuple = ()):
+    """A run option. ``lowest`` / ``highest``: the smallest / largest value taken; ``above`` /
+    ``below``: bounds a value must exceed / stay under; ``resume``: ``--resume`` may change it;
+    ``path``: a file or folder, written to config.json by absolute path; ``reader``: passed to the
+    file readers (columns, encoding)."""
     return field(default=default, metadata={
-        "help": help, "choices": tuple(choices) if choices else None, "lowest": lowest, "above": above,
-        "below": below, "resume": resume, "path": path, "reader": reader, "aliases": tuple(aliases)})
+        "help": help, "choices": tuple(choices) if choices else None, "lowest": lowest, "highest": highest,
+        "above": above, "below": below, "resume": resume, "path": path, "reader": reader, "aliases": tuple(aliases)})
 
 
 @dataclass
@@ -124,13 +125,27 @@ class EngineOptions:
 
 
 @dataclass
+class DistillationOptions:
+    teacher: str | None = opt(None, "a trained run whose logits the model learns from (see adaptext distill)",
+                              path=True)
+    distill_loss: str = opt("mse", "mse: squared error between logits (Tang et al. 2019); kl: KL divergence of "
+                                   "the temperature-softened distributions (Hinton et al. 2015)", choices=("mse", "kl"))
+    alpha: float = opt(0.5, "weight of the true labels' loss; the teacher's weighs 1 - alpha", lowest=0, highest=1)
+    temperature: float = opt(2.0, "softening of the kl loss", above=0)
+    augment: int = opt(0, "augmented copies of each training text in the transfer set (Tang et al.: masking, "
+                          "POS-guided word replacement, n-gram sampling)", lowest=0)
+    unlabeled: str | None = opt(None, "a file of unlabelled in-domain texts, one per line, added to the transfer "
+                                      "set", path=True)
+
+
+@dataclass
 class OutputOptions:
     out: str | None = opt(None, "run directory to write (default: runs/MODEL-DATA-seedS)", path=True)
     resume: str | None = opt(None, "continue an interrupted run from its last checkpoint")
 
 
 SECTIONS = {"data": DataOptions, "text": TextOptions, "optimisation": OptimisationOptions,
-            "engine": EngineOptions, "output": OutputOptions}
+            "engine": EngineOptions, "distillation": DistillationOptions, "output": OutputOptions}
 DEFAULT_MODEL = "kim_cnn"
 
 
@@ -191,6 +206,8 @@ def check_value(key: str, value) -> None:
             raise OptionError(key, f"{key} must be at least {o.meta['lowest']}, not {value!r}")
         if o.meta["above"] is not None and not value > o.meta["above"]:
             raise OptionError(key, f"{key} must be above {o.meta['above']}, not {value!r}")
+        if o.meta["highest"] is not None and value > o.meta["highest"]:
+            raise OptionError(key, f"{key} must be at most {o.meta['highest']}, not {value!r}")
         if o.meta["below"] is not None and not value < o.meta["below"]:
             raise OptionError(key, f"{key} must be below {o.meta['below']}, not {value!r}")
     if key == "cv" and value == 1:

@@ -30,17 +30,21 @@ def tag(examples: list, config: dict) -> list:
     return tag_examples(examples, get_tagger(config["tagger"]), PhraseLabeller.load_default())
 
 
-@torch.no_grad()
 def predict_probs(model, items, collate: Collator, multilabel: bool, batch_size: int = 256) -> np.ndarray:
     """[len(items), classes] probabilities (softmax; sigmoid for multi-label), in the items' order."""
+    return model_outputs(model, items, collate, lambda logits: probabilities(logits, multilabel), batch_size)
+
+
+@torch.no_grad()
+def model_outputs(model, items, collate: Collator, transform, batch_size: int = 256) -> np.ndarray:
+    """[len(items), classes] of ``transform(logits)``, batch by batch, in the items' order."""
     model.eval()
     out = np.zeros((len(items), collate.num_classes), dtype=np.float32)
     pos = {it.index: k for k, it in enumerate(items)}
     device = next(model.parameters()).device
     for batch in BatchLoader(items, batch_size, collate):
         batch = to_device(batch, device)
-        p = probabilities(logits_of(model(batch)), multilabel).float().cpu().numpy()
-        out[[pos[int(i)] for i in batch.index]] = p
+        out[[pos[int(i)] for i in batch.index]] = transform(logits_of(model(batch))).float().cpu().numpy()
     return out
 
 
@@ -105,6 +109,9 @@ class Pipeline:
 
     def probabilities(self, items, batch_size: int = 256) -> np.ndarray:
         return predict_probs(self.model, items, self.collate, self.labels.multilabel, batch_size)
+
+    def logits(self, items, batch_size: int = 256) -> np.ndarray:
+        return model_outputs(self.model, items, self.collate, lambda logits: logits, batch_size)
 
     def predict(self, inputs, batch_size: int = 64) -> list[dict]:
         items = self.items(as_input_list(inputs))

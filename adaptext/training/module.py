@@ -54,6 +54,8 @@ class ClassifierModule(L.LightningModule):
     # ------------------------------------------------------------------ loss
     def loss(self, out, batch) -> torch.Tensor:
         logits = logits_of(out)
+        if batch.soft is not None:
+            return self.distillation_loss(logits, batch)
         if isinstance(out, dict) and "node_logits" in out and batch.tree is not None:
             # phrase-level supervision: every labelled node of every tree (roots included)
             nl = batch.tree.node_labels
@@ -64,6 +66,23 @@ class ClassifierModule(L.LightningModule):
             return F.binary_cross_entropy_with_logits(logits, batch.labels)
         w = self.class_weights if self.class_weights.numel() else None
         return F.cross_entropy(logits, batch.labels, weight=w, label_smoothing=self.smoothing)
+
+    def distillation_loss(self, logits: torch.Tensor, batch) -> torch.Tensor:
+        """Tang et al. (2019): alpha x cross-entropy on the true labels (of the texts that have
+        one) + (1 - alpha) x the distance to the teacher's logits (every text of the transfer set)."""
+        c = self.cfg
+        if c["distill_loss"] == "kl":           # Hinton et al. (2015): T^2 keeps the gradients' scale
+            t = c["temperature"]
+            teach = F.kl_div(F.log_softmax(logits / t, -1), F.log_softmax(batch.soft / t, -1), log_target=True,
+                             reduction="batchmean") * t * t
+        else:
+            teach = F.mse_loss(logits, batch.soft)
+        labelled = batch.labels >= 0
+        if not labelled.any():
+            return (1 - c["alpha"]) * teach
+        w = self.class_weights if self.class_weights.numel() else None
+        hard = F.cross_entropy(logits[labelled], batch.labels[labelled], weight=w, label_smoothing=self.smoothing)
+        return c["alpha"] * hard + (1 - c["alpha"]) * teach
 
     def forward(self, batch):
         return self.model(batch)

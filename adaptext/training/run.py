@@ -89,6 +89,9 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
     spec = RunSpec(cfg, kind, tokenizer, vocab, tag_vocab, labels, coverage.dim if coverage else None)
     encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg["max_length"])
     encoded = [encoder.encode(s, bad) if s else None for s in (train, dev, test)]
+    if cfg["teacher"]:
+        from .distill import soft_items
+        encoded[0] = soft_items(cfg, train, encoder, bad, log)
     return Prepared(spec, vectors, coverage, *encoded, test or [], bad, encoder.truncated)
 
 

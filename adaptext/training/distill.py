@@ -1,0 +1,154 @@
+"""Task-specific distillation (Tang et al. 2019, "Distilling Task-Specific Knowledge from BERT
+into Simple Neural Networks"): a fast student learns the logits of a trained teacher run on a
+transfer set, the training texts and more, beside the true labels of the texts that have one.
+
+Transfer set (Section 3.2): the training examples; ``augment`` copies of each, rewritten word by
+word (with probability 0.1 a word becomes <unk>, the masking rule; else with probability 0.1 a
+word of the same part of speech seen in the training texts; then with probability 0.25 the
+copy is cut to an n-gram of 1 to 5 words); and the lines of an ``unlabeled`` file. The
+teacher's logits are computed once, in chunks cached on disk (a killed run resumes from the last
+chunk; reruns and other students reuse them), keyed by the teacher's weights and the texts.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ..data.errors import DataError
+from ..data.examples import PairExample, TextExample
+from ..data.text import Tokenizer
+
+P_MASK, P_POS, P_NGRAM, MAX_N = 0.1, 0.1, 0.25, 5     # Tang et al. (2019), Section 3.2
+CHUNK = 512                                           # texts per cached chunk of teacher logits
+MASK = "<unk>"
+
+
+# ----------------------------------------------------------------------- transfer set
+def transfer_set(cfg: dict, train: list, log=print) -> list:
+    """The training examples, then the augmented copies and the unlabelled texts (label None)."""
+    out = list(train)
+    if cfg["augment"]:
+        out += augmented(train, cfg["augment"], cfg["seed"], cfg["tagger"])
+    if cfg["unlabeled"]:
+        out += unlabeled_texts(cfg["unlabeled"])
+    log(f"transfer set: {len(train)} training texts, {len(out) - len(train)} more")
+    return out
+
+
+def augmented(examples: list, copies: int, seed: int, tagger_name: str = "nltk") -> list:
+    """``copies`` rewritten copies of each text (a pair keeps its second text), unlabelled."""
+    from ..data.tags import get_tagger
+    words = Tokenizer(lower=False)
+    tagger = get_tagger(tagger_name)
+    tokens = [words(ex.text) for ex in examples]
+    tags = [tagger(t) if t else [] for t in tokens]
+    by_tag: dict = {}
+    for ts, gs in zip(tokens, tags):
+        for w, g in zip(ts, gs):
+            by_tag.setdefault(g, set()).add(w)
+    pools = {g: sorted(ws) for g, ws in by_tag.items()}
+    rng = random.Random(seed)
+    out = []
+    for ex, ts, gs in zip(examples, tokens, tags):
+        for _ in range(copies):
+            text = " ".join(rewrite(ts, gs, pools, rng)) or ex.text
+            out.append(replace(ex, text=text, label=None) if ex.kind in ("text", "pair") else
+                       TextExample(text, None, ex.where))
+    return out
+
+
+def rewrite(tokens: list[str], tags: list[str], pools: dict, rng: random.Random) -> list[str]:
+    """One augmented copy: masking and POS-guided replacement word by word, then n-gram sampling."""
+    out = []
+    for w, g in zip(tokens, tags):
+        r = rng.random()
+        if r < P_MASK:
+            out.append(MASK)
+        elif r < P_MASK + P_POS and len(pools.get(g, ())) > 1:
+            out.append(rng.choice(pools[g]))
+        else:
+            out.append(w)
+    if out and rng.random() < P_NGRAM:
+        n = rng.randint(1, min(MAX_N, len(out)))
+        start = rng.randint(0, len(out) - n)
+        out = out[start:start + n]
+    return out
+
+
+def unlabeled_texts(path) -> list:
+    from ..data.readers import iter_lines
+    texts = [TextExample(line.strip(), None, f"{path}:{i}") for i, line in iter_lines(path, "utf-8") if line.strip()]
+    if not texts:
+        raise DataError(path, None, "no texts in the file of unlabelled texts")
+    return texts
+
+
+# ----------------------------------------------------------------------- teacher logits
+def teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=print) -> np.ndarray:
+    """[len(examples), classes] logits of the teacher run, in the student's class order."""
+    from .. import load
+    teacher = load(teacher_dir)
+    if sorted(teacher.labels.labels) != sorted(student_labels) or teacher.labels.multilabel:
+        raise DataError(teacher_dir, None, f"the teacher's classes ({', '.join(teacher.labels.labels)}) are not the "
+                                           f"training data's ({', '.join(student_labels)}), or it is multi-label")
+    folder = _cache(teacher_dir, examples)
+    folder.mkdir(parents=True, exist_ok=True)
+    chunks = []
+    for k, start in enumerate(range(0, len(examples), CHUNK)):
+        path = folder / f"chunk-{k:05d}.npy"
+        if not path.is_file():
+            if k == 0 or start % (CHUNK * 20) == 0:
+                log(f"teacher logits: {start}/{len(examples)} texts")
+            inputs = [_as_input(ex) for ex in examples[start:start + CHUNK]]
+            _save(path, teacher.pipeline.logits(teacher.pipeline.items(inputs)))
+        chunks.append(np.load(path))
+    order = [teacher.labels.labels.index(l) for l in student_labels]
+    return np.concatenate(chunks)[:, order]
+
+
+def _as_input(ex):
+    return ex.text if ex.kind == "text" else {"text": ex.text, "pair": ex.pair}
+
+
+def _cache(teacher_dir, examples: list) -> Path:
+    from ..data.transformer_vectors import cache_dir
+    weights = Path(teacher_dir) / "model.safetensors"
+    h = hashlib.sha256(f"teacher-logits/v1\n{Path(teacher_dir).resolve()}\n{weights.stat().st_size}\n"
+                       f"{weights.stat().st_mtime_ns}\n".encode())
+    for ex in examples:
+        h.update((ex.text + ("\t" + ex.pair if isinstance(ex, PairExample) else "") + "\n").encode("utf-8"))
+    return cache_dir().parent / "teacher_logits" / h.hexdigest()[:32]
+
+
+def _save(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(f".{path.stem}.tmp.npy")
+    np.save(tmp, array.astype(np.float32))
+    tmp.replace(path)
+
+
+def soft_items(cfg: dict, train: list, encoder, bad, log=print) -> list:
+    """The transfer set encoded for the student, each item with the teacher's logits (``soft``)."""
+    if train and train[0].kind not in ("text", "pair"):
+        raise DataError(cfg["teacher"], None, f"distillation reads text or pair examples, not {train[0].kind}")
+    transfer = transfer_set(cfg, train, log)
+    logits = teacher_logits(cfg["teacher"], transfer, encoder.labels.labels, log)
+    items = encoder.encode(transfer, bad)
+    for it in items:
+        it.soft = logits[it.index]
+    return items
+
+
+def teacher_data_options(teacher_dir) -> dict:
+    """The teacher run's data options (its training file or dataset, splits, columns): a student
+    distilled from it reads the same data unless told otherwise."""
+    from ..runs.files import read_json
+    from ..runs.options import OPTIONS, flatten
+    config = Path(teacher_dir) / "config.json"
+    if not config.is_file():
+        raise DataError(teacher_dir, None, "not a run directory (no config.json): the teacher must be a trained run")
+    saved = flatten(read_json(config))
+    return {k: v for k, v in saved.items() if k in OPTIONS and OPTIONS[k].section == "data"}
