@@ -78,16 +78,14 @@ def cmd_distill(argv) -> int:
         print("usage: adaptext distill TEACHER_RUN --model STUDENT [train options] --out RUN\n\n"
               "The student reads the teacher's data unless --data says otherwise; see adaptext train --help.")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
-    from .training.distill import teacher_data_options
     teacher, rest = argv[0], argv[1:]
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--model")
     known, _ = pre.parse_known_args(rest)
     args = train_parser(known.model or "kim_cnn").parse_args(rest)
     opts = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
-    opts["teacher"] = str(Path(teacher).resolve())
-    from .training import train_run
-    metrics = train_run(opts, teacher_data_options(teacher), log=lambda m: print(m, file=sys.stderr))
+    from .training import distill_run
+    metrics = distill_run(teacher, opts, log=lambda m: print(m, file=sys.stderr))
     if metrics:
         print_json(summary(metrics))
     return 0

@@ -152,3 +152,11 @@ def teacher_data_options(teacher_dir) -> dict:
         raise DataError(teacher_dir, None, "not a run directory (no config.json): the teacher must be a trained run")
     saved = flatten(read_json(config))
     return {k: v for k, v in saved.items() if k in OPTIONS and OPTIONS[k].section == "data"}
+
+
+def distill_run(teacher_dir, options: dict, log=print) -> dict:
+    """Train the student ``options`` describe on the teacher run's logits, reading the teacher's
+    data unless ``options`` name other data; the student's metrics."""
+    from .run import train_run
+    return train_run({**options, "teacher": str(Path(teacher_dir).resolve())}, teacher_data_options(teacher_dir),
+                     log=log)

@@ -1,0 +1,115 @@
+"""Distillation: the fine-tuned transformer (the teacher, all-MiniLM-L6-v2), and fast students
+undistilled and distilled from it (Tang et al. 2019: MSE on the teacher's logits over the
+training texts and augmented copies), test accuracy over seeds, with each model's CPU
+prediction throughput (sentences/s, batch 64) measured in the same run beside the teacher's.
+
+    python benchmarks/distill_table.py --datasets sst2,trec --students kim_cnn --seeds 3
+    python benchmarks/distill_table.py --datasets trec --students kim_cnn --seeds 1 --augment 2 \\
+        --out /tmp/distill.json                    # a slice
+    python benchmarks/distill_table.py --merge a.json b.json
+
+Teachers and students are kept under --keep (default ~/.cache/adaptext/runs/distill), so a killed
+slice resumes and students reuse their teacher.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+DATA_NAME = {"sst2": "sst2", "sst1": "sst1", "trec": "trec"}
+STUDENTS = {"kim_cnn": {}, "ac_cnn": {}, "attconv": {"variant": "light"}, "qrnn": {}}
+TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}
+
+
+def args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--datasets", default="sst2,trec")
+    ap.add_argument("--students", default="kim_cnn")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--augment", type=int, default=10, help="augmented copies of each training text")
+    ap.add_argument("--student-epochs", type=int, default=10)
+    ap.add_argument("--keep", default=str(Path.home() / ".cache" / "adaptext" / "runs" / "distill"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--merge", nargs="*")
+    return ap.parse_args()
+
+
+def throughput(run: Path, texts: list[str], repeats: int = 3) -> float:
+    """Sentences per second of ``adaptext.load(run).predict`` over ``texts`` (batch 64), best of
+    ``repeats`` passes after a warm-up."""
+    import adaptext
+    clf = adaptext.load(run)
+    clf.predict(texts[:64], batch_size=64)
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        clf.predict(texts, batch_size=64)
+        best = min(best, time.perf_counter() - t)
+    return len(texts) / best
+
+
+def test_texts(dataset: str, n: int = 1000) -> list[str]:
+    from adaptext.data.datasets import load_named
+    return [ex.text for ex in load_named(DATA_NAME[dataset], str(common.DATA)).test[:n]]
+
+
+def cell(keep: Path, name: str, opts: dict) -> tuple[dict, Path]:
+    run = keep / name
+    return common.train_cell({"progress": False, **opts}, keep=run), run
+
+
+def dataset_rows(a, dataset: str) -> list[dict]:
+    keep = Path(a.keep)
+    rows, texts = [], test_texts(dataset)
+    base = {"data": DATA_NAME[dataset]}
+    accs, speed = {}, {}
+    for seed in range(1, a.seeds + 1):
+        m, teacher = cell(keep, f"transformer-{dataset}-seed{seed}", {**TEACHER, **base, "seed": seed})
+        accs.setdefault(("transformer", "teacher"), []).append(m["test"]["accuracy"])
+        if seed == 1:
+            speed[("transformer", "teacher")] = throughput(teacher, texts)
+        for student in a.students.split(","):
+            opts = {"model": student, **STUDENTS[student], **base, "seed": seed, "epochs": a.student_epochs}
+            m, run = cell(keep, f"{student}-{dataset}-seed{seed}", opts)
+            accs.setdefault((student, "undistilled"), []).append(m["test"]["accuracy"])
+            dist = {**opts, "teacher": str(teacher), "augment": a.augment, "alpha": 0.0}
+            m, run = cell(keep, f"{student}-distilled-a{a.augment}-{dataset}-seed{seed}", dist)
+            accs.setdefault((student, "distilled"), []).append(m["test"]["accuracy"])
+            if seed == 1:
+                speed[(student, "distilled")] = throughput(run, texts)
+    for (model, variant), values in accs.items():
+        rows.append({"model": model, "variant": variant, "dataset": dataset, "split": "test", "metric": "accuracy",
+                     **common.stats(values)})
+    teacher_speed = speed[("transformer", "teacher")]
+    for (model, variant), v in speed.items():
+        rows.append({"model": model, "variant": variant, "dataset": dataset, "metric": "sentences_per_s",
+                     "mean": round(v, 1), "n": 1, "baseline": "transformer", "ratio": round(v / teacher_speed, 2)})
+    return rows
+
+
+def main() -> None:
+    a = args()
+    if a.merge:
+        common.write_merged("distill_table", a.merge, out=a.out)
+        return
+    import torch
+    torch.set_num_threads(a.threads)
+    partial = a.seeds < 3 or a.datasets != "sst2,trec" or a.students != ",".join(STUDENTS)
+    common.require_out(a, partial)
+    rows = [r for d in a.datasets.split(",") for r in dataset_rows(a, d)]
+    notes = (f"Teacher: transformer (all-MiniLM-L6-v2) fine-tuned {TEACHER['epochs']} epochs, lr {TEACHER['lr']}. "
+             f"Students: their own training defaults, {a.student_epochs} epochs at most, undistilled, and distilled "
+             f"with alpha 0 (the teacher's logits only, MSE) on the training texts plus {a.augment} augmented "
+             f"copies of each. Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
+             f"{a.threads} threads, best of 3 passes, seed 1's run.")
+    print(common.write("distill_table", rows, notes, a.out))
+
+
+if __name__ == "__main__":
+    main()
