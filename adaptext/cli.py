@@ -155,7 +155,8 @@ def cmd_models(argv) -> int:
     print(f"{'model':<22} {'inputs':<20} {'params*':>9} {'paper*':>8}  paper: description")
     for r in rows:
         pp = _human(r["paper_parameters"]) if r["paper_parameters"] else ""
-        print(f"{r['name']:<22} {r['inputs']:<20} {_human(r['parameters']):>9} {pp:>8}  {r['paper']}: {r['description']}")
+        ours = _human(r["parameters"]) if r["parameters"] is not None else "(extra)"
+        print(f"{r['name']:<22} {r['inputs']:<20} {ours:>9} {pp:>8}  {r['paper']}: {r['description']}")
     print("* parameters at the default (paper) size, 2 classes, word embeddings excluded; "
           "paper: the count the paper reports (Choi et al. 2019, Table 3)")
     return 0

@@ -173,6 +173,23 @@ def count_parameters(model: torch.nn.Module, exclude_embeddings: bool = True) ->
     return sum(p.numel() for p in model.parameters() if id(p) not in skip)
 
 
+def _size(entry: ModelEntry, options: dict) -> int | None:
+    """Parameters at the default size, 2 classes, embeddings excluded (None: the model needs an
+    extra that is not installed)."""
+    from .data.errors import MissingResource
+    vocab_size = 1000
+    try:
+        if entry.tokenizer == "subword":           # the encoder's own vocabulary, after <pad> and <unk>
+            from .pretrained import vocabulary
+            vocab_size = len(vocabulary(entry.defaults["pretrained"])) + 2
+        with torch.device("meta"):                 # counts without allocating 200M-parameter models
+            m = create_model(entry.name, num_classes=2, vocab_size=vocab_size, kind=entry.inputs[0],
+                             tag_vocab_size=50, **options)
+    except MissingResource:
+        return None
+    return count_parameters(m)
+
+
 def model_table() -> list[dict]:
     """One row per registered model (and per filter generation of the adaptive ones): inputs,
     tokenizer, parameters at the paper's size beside the count the paper reports."""
@@ -184,11 +201,9 @@ def model_table() -> list[dict]:
             other = "full" if e.defaults["generation"] != "full" else "hashed"
             variants[other] = {"generation": other}
         for variant, opts in variants.items():
-            with torch.device("meta"):             # counts without allocating 200M-parameter models
-                m = create_model(name, num_classes=2, vocab_size=1000, kind=e.inputs[0], tag_vocab_size=50, **opts)
             published = e.paper_params.get(variant)
             rows.append({"name": name if variant == "-" else f"{name} ({variant})", "inputs": ",".join(e.inputs),
-                         "tokenizer": e.tokenizer, "parameters": count_parameters(m),
+                         "tokenizer": e.tokenizer, "parameters": _size(e, opts),
                          "paper_parameters": published * 1e6 if published is not None else None,
                          "paper": e.paper, "description": e.description})
     return rows
