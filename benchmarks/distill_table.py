@@ -33,6 +33,8 @@ def args():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--augment", type=int, default=10, help="augmented copies of each training text")
     ap.add_argument("--student-epochs", type=int, default=10)
+    ap.add_argument("--vectors", action="store_true",
+                    help="also distil each student given word vectors derived from the teacher's encoder")
     ap.add_argument("--keep", default=str(Path.home() / ".cache" / "adaptext" / "runs" / "distill"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=None)
@@ -79,10 +81,15 @@ def dataset_rows(a, dataset: str) -> list[dict]:
             m, run = cell(keep, f"{student}-{dataset}-seed{seed}", opts)
             accs.setdefault((student, "undistilled"), []).append(m["test"]["accuracy"])
             dist = {**opts, "teacher": str(teacher), "augment": a.augment, "alpha": 0.0}
-            m, run = cell(keep, f"{student}-distilled-a{a.augment}-{dataset}-seed{seed}", dist)
-            accs.setdefault((student, "distilled"), []).append(m["test"]["accuracy"])
-            if seed == 1:
-                speed[(student, "distilled")] = throughput(run, texts)
+            variants = [("distilled", dist)]
+            if a.vectors:
+                variants.append(("distilled, transformer vectors", {**dist, "embeddings": "transformer"}))
+            for variant, o in variants:
+                slug = "distilled-vectors" if "vectors" in variant else "distilled"
+                m, run = cell(keep, f"{student}-{slug}-a{a.augment}-{dataset}-seed{seed}", o)
+                accs.setdefault((student, variant), []).append(m["test"]["accuracy"])
+                if seed == 1:
+                    speed[(student, variant)] = throughput(run, texts)
     for (model, variant), values in accs.items():
         rows.append({"model": model, "variant": variant, "dataset": dataset, "split": "test", "metric": "accuracy",
                      **common.stats(values)})
@@ -106,7 +113,8 @@ def main() -> None:
     notes = (f"Teacher: transformer (all-MiniLM-L6-v2) fine-tuned {TEACHER['epochs']} epochs, lr {TEACHER['lr']}. "
              f"Students: their own training defaults, {a.student_epochs} epochs at most, undistilled, and distilled "
              f"with alpha 0 (the teacher's logits only, MSE) on the training texts plus {a.augment} augmented "
-             f"copies of each. Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
+             f"copies of each ('transformer vectors': also given word vectors averaged from the teacher's "
+             f"pretrained encoder over the training texts, non-static). Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
              f"{a.threads} threads, best of 3 passes, seed 1's run.")
     print(common.write("distill_table", rows, notes, a.out))
 

@@ -296,3 +296,10 @@ def test_no_cli_function_is_over_40_lines():
     for node in ast.walk(ast.parse((PACKAGE / "cli.py").read_text())):
         if isinstance(node, ast.FunctionDef):
             assert node.end_lineno - node.lineno + 1 <= 40, node.name
+
+
+def test_a_missing_test_file_is_said_before_the_training_file_is_read(tmp_path, capsys):
+    big = tmp_path / "big.csv"
+    big.write_bytes(b"text,label\n" + b"\xff\xfe not utf-8 at all\n" * 1000)    # reading it would fail
+    assert main(["train", "--data", str(big), "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err == f"error: {big}: no test file: pass --test FILE, or --cv K for cross-validation\n"

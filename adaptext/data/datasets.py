@@ -254,20 +254,18 @@ def load_named(name: str, data_dir=None, on_bad_line: str = "error", cv: int = 0
 
 def load_files(train, dev=None, test=None, fmt="auto", on_bad_line="error", cv: int = 0, cv_seed: int = 0,
                **read_kw) -> Splits:
-    """A user's own files: train (required), dev and test (optional)."""
+    """A user's own files: train (required), dev and test (optional). Option errors come before
+    any file is read (a large training file takes a while)."""
+    if test and cv:
+        raise DataError(test, None, "--cv is for data without a test file: drop --test or --cv")
+    if not test and not cv:
+        raise DataError(train, None, "no test file: pass --test FILE, or --cv K for cross-validation")
     bad = BadLines(on_bad_line)
     tr = R.read_file(train, fmt, bad, **read_kw)
     if not tr:
         raise DataError(train, None, "no examples in the training file")
-    if test and cv:
-        raise DataError(test, None, "--cv is for data without a test file: drop --test or --cv")
     te = R.read_file(test, fmt, bad, **read_kw) if test else None
-    folds = None
-    if te is None:
-        if cv:
-            folds = cv_folds(tr, cv, cv_seed)
-        else:
-            raise DataError(train, None, "no test file: pass --test FILE, or --cv K for cross-validation")
+    folds = cv_folds(tr, cv, cv_seed) if te is None else None
     if dev:
         dv, from_train = R.read_file(dev, fmt, bad, **read_kw), False
     elif folds is None:

@@ -33,7 +33,7 @@ class ClassifierModule(L.LightningModule):
         self.register_buffer("class_weights", class_weights if class_weights is not None else torch.ones(0),
                              persistent=False)
         self._val: list = []
-        self._train_stats = [0.0, 0, 0, 0]     # loss sum, correct, examples, batches
+        self._train_stats = [0.0, 0, 0, 0, 0]  # loss sum, correct, examples, batches, labelled examples
         self._epoch_start = time.perf_counter()
         self._train_time = 0.0
         self._batches_done = 0
@@ -97,8 +97,9 @@ class ClassifierModule(L.LightningModule):
                                "lower --lr or set --grad-clip")
             s = self._train_stats
             s[0] += float(loss) * batch.size
-            if not self.multilabel:
+            if not self.multilabel:                  # accuracy on the labelled texts (a transfer set has others)
                 s[1] += int((logits_of(out).argmax(-1) == batch.labels).sum())
+                s[4] += int((batch.labels >= 0).sum())
             s[2] += batch.size
             s[3] += 1
         self._batches_done = batch_idx + 1
@@ -112,7 +113,7 @@ class ClassifierModule(L.LightningModule):
         self.model.apply_constraints()          # e.g. Kim 2014: max-norm of the softmax weight rows
 
     def on_train_epoch_start(self) -> None:
-        self._train_stats = [0.0, 0, 0, 0]
+        self._train_stats = [0.0, 0, 0, 0, 0]
         self._epoch_start = time.perf_counter()
         self._batches_done = 0
 
@@ -155,7 +156,7 @@ class ClassifierModule(L.LightningModule):
         s = self._train_stats
         secs = self._train_time
         row = {"epoch": self.current_epoch + 1, "train_loss": s[0] / max(s[2], 1),
-               "train_accuracy": (100.0 * s[1] / max(s[2], 1)) if not self.multilabel else None,
+               "train_accuracy": (100.0 * s[1] / max(s[4], 1)) if not self.multilabel else None,
                "dev_loss": self.last_dev.get("loss"), f"dev_{self.monitor}": self.last_dev.get(self.monitor),
                "seconds": secs, "examples_per_s": s[2] * self.trainer.world_size / max(secs, 1e-9)}
         self.epoch_rows = [r for r in self.epoch_rows if r["epoch"] < row["epoch"]] + [row]
@@ -198,7 +199,8 @@ class ClassifierModule(L.LightningModule):
             self.train_loader.resume(st["epoch"] + 1, 0)      # saved at the end of an epoch
         else:
             self.train_loader.resume(st["epoch"], st["batches_done"])
-            self._train_stats = list(st["train_stats"])
+            stats = list(st["train_stats"])
+            self._train_stats = stats + [stats[2]] * (5 - len(stats))    # saved before labelled texts were counted
             self._batches_done = st["batches_done"]
         self.epoch_rows = list(st.get("epoch_rows", []))
         self.seconds_before = float(st.get("seconds", 0.0))
