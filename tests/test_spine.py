@@ -177,12 +177,12 @@ def test_predict_reads_the_encoding_it_is_given(tmp_path, capsys):
 def test_a_header_with_a_duplicated_column_and_a_huge_header_are_named_shortly(tmp_path, capsys):
     f = tmp_path / "dup.csv"
     f.write_text("text,text,label\na,b,x\nc,d,y\n")
-    assert main(["train", "--data", str(f), "--out", str(tmp_path / "r")]) == 2
+    assert main(["train", "--data", str(f), "--test", str(f), "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err == (f"error: {f}:1: the text column 'text' appears 2 times in the header "
                                        "(fields 1, 2): rename all but one\n")
     big = tmp_path / "big.csv"
     big.write_text("x" * 5_000_000 + ",label\nhello,a\n")
-    assert main(["train", "--data", str(big), "--out", str(tmp_path / "r")]) == 2
+    assert main(["train", "--data", str(big), "--test", str(big), "--out", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert len(err) < 500 and "(5,000,007 characters)" in err
 
