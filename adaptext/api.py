@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from .data.errors import UsageError
 from .runs.inputs import as_input_list
@@ -48,7 +47,6 @@ class Classifier:
         items = self.pipeline.items(inputs)
         return self.collate(items), items
 
-    @torch.no_grad()
     def predict_proba(self, inputs, batch_size: int = 64) -> np.ndarray:
         _check_batch_size(batch_size)
         return self.pipeline.probabilities(self.pipeline.items(as_input_list(inputs)), batch_size)

@@ -47,13 +47,16 @@ class TokenizerConfig:
 class Tokenizer:
     def __init__(self, config: TokenizerConfig | None = None, **kw):
         self.config = config or TokenizerConfig(**kw)
+        self._pieces = None           # the encoder's tokenizer (subword), looked up once, not per text
 
     def __call__(self, text: str) -> list[str]:
         c = self.config
         text = _HTML_BREAK.sub(" ", text)
         if c.level == "subword":                 # the encoder's own normalisation (lower-casing, accents)
-            from ..pretrained import tokenizer
-            return tokenizer(c.pretrained).tokenize(text)
+            if self._pieces is None:
+                from ..pretrained import tokenizer
+                self._pieces = tokenizer(c.pretrained)
+            return self._pieces.tokenize(text)
         if c.lower:
             text = text.lower()
         if c.level == "char":
