@@ -60,6 +60,13 @@ class Classifier:
         return self.pipeline.predict(inputs, batch_size)
 
 
+    def predict_stream(self, inputs, batch_size: int = 64):
+        """``predict`` over an iterable of any length (the lines of a file larger than memory),
+        yielding one decision per input as it goes."""
+        _check_batch_size(batch_size)
+        return self.pipeline.predict_stream(inputs, batch_size)
+
+
 def _check_batch_size(batch_size) -> None:
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise UsageError(f"batch_size must be a whole number of at least 1, not {batch_size!r}")

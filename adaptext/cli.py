@@ -135,9 +135,10 @@ def cmd_predict(argv) -> int:
     p.add_argument("--encoding", default=None, help="encoding of FILE or stdin (default: the run's, else utf-8)")
     a = p.parse_args(argv)
     from . import load
+    from .runs.memory import steady_allocator
     clf = load(a.run_dir)
-    inputs = clf.pipeline.reader.read(a.file, a.encoding)
-    for d in clf.predict(inputs, a.batch_size):
+    steady_allocator()
+    for d in clf.predict_stream(clf.pipeline.reader.stream(a.file, a.encoding), a.batch_size):
         print(json.dumps(d))
     return 0
 

@@ -58,7 +58,8 @@ def test_adding_a_run_option_is_one_field():
         if o.meta["choices"]:
             assert tuple(flags[key].choices) == o.meta["choices"], key
     assert set(RESUME_MAY_CHANGE) == {"epochs", "progress", "devices", "accelerator", "num_nodes", "strategy",
-                                      "threads", "data_dir", "checkpoint_every", "keep_checkpoints"}
+                                      "threads", "data_dir", "checkpoint_every", "keep_checkpoints", "workers",
+                                      "max_steps", "log_every"}
 
 
 @pytest.mark.parametrize("flag,value", [("--lr", "inf"), ("--weight-decay", "nan"), ("--grad-clip", "inf"),

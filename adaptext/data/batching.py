@@ -194,6 +194,102 @@ class Encoder:
         return items
 
 
+class StoredItems:
+    """Items of rows of a token store, made when a batch asks for them (a corpus larger than
+    memory is never a list of items). The store's token ids become the run's through one lookup
+    table; ``index``: the row's position in its split (where its file:line is found)."""
+
+    def __init__(self, split, vocab: Vocab, labels: LabelMap | None, max_length: int = 0,
+                 bad: BadLines | None = None, with_labels: bool = True):
+        store = self.store = split.store
+        self.kind, self.max_length = store.kind, max_length
+        self.vocab_map = np.fromiter((vocab.stoi.get(t, 1) for t in store.strings), np.int64, len(store.strings))
+        self.multilabel = bool(labels and labels.multilabel)
+        self.label_map = (np.asarray([labels.index.get(n, -1) for n in store.label_names], dtype=np.int64)
+                          if labels is not None and with_labels else None)
+        positions = np.arange(len(split), dtype=np.int64)
+        if self.label_map is not None:
+            positions = self._labelled(split, positions, labels, bad or BadLines())
+        self.positions, self.rows = positions, split.rows[positions]
+
+    def _labelled(self, split, positions, labels: LabelMap, bad: BadLines) -> np.ndarray:
+        """The positions whose labels the run knows; the others are reported to ``bad``."""
+        st = self.store
+        unknown = np.concatenate([[0], np.cumsum(self.label_map[st.labels] < 0)]) if len(st.labels) else np.zeros(1)
+        rows = split.rows
+        wrong = unknown[st.label_offsets[1:][rows]] - unknown[st.label_offsets[:-1][rows]] > 0
+        if not self.multilabel:
+            wrong |= st.label_kinds[rows] == 2
+        for k in np.flatnonzero(wrong):
+            path, line = split_where(split.where(k))
+            names = [st.label_names[i] for i in st.example_labels(rows[k])]
+            unseen = [n for n in names if n not in labels.index]
+            bad(path, line, f"label {unseen[0]!r} does not occur in the training data (known: "
+                            f"{', '.join(labels.labels[:10])}{', ...' if len(labels) > 10 else ''})" if unseen
+                else "several labels on an example of a single-label task")
+        return positions[~wrong]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, k: int) -> Item:
+        row = int(self.rows[k])
+        item = Item(index=int(self.positions[k]), label=self._label(row))
+        texts = [self._ids(t) for t in self.store.texts(row)]
+        item.text = texts[0][0]
+        if self.kind == "pair":
+            item.pair = texts[1][0]
+        elif self.kind == "contexts":
+            item.contexts = [t for t, _ in texts[1:]]
+        item.truncated = any(cut for _, cut in texts)
+        return item
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def _ids(self, ids: np.ndarray) -> tuple[np.ndarray, bool]:
+        cut = bool(self.max_length) and len(ids) > self.max_length
+        return self.vocab_map[ids[: self.max_length] if cut else ids], cut
+
+    def _label(self, row: int):
+        if self.label_map is None or self.store.label_kinds[row] == 0:
+            return None
+        ids = self.label_map[self.store.example_labels(row)]
+        return ids.tolist() if self.multilabel else int(ids[0])
+
+    def lengths(self) -> np.ndarray:
+        """Each item's length as ``Item.length`` counts it (text, plus the pair), after the cut."""
+        cut = (lambda n: np.minimum(n, self.max_length)) if self.max_length else (lambda n: n)
+        n = cut(self.store.text_lengths(self.rows))
+        return n + cut(self.store.text_lengths(self.rows, 1)) if self.kind == "pair" else n
+
+    def labels(self) -> list:
+        return [self._label(int(r)) for r in self.rows]
+
+    def indices(self) -> list:
+        return self.positions.tolist()
+
+    @property
+    def truncated(self) -> int:
+        """How many items have a text cut at ``max_length``."""
+        if not self.max_length:
+            return 0
+        lengths, owner = self.store.segment_lengths(self.rows)
+        return int(np.unique(owner[lengths > self.max_length]).size)
+
+
+def item_lengths(items) -> list:
+    return items.lengths().tolist() if hasattr(items, "lengths") else [it.length() for it in items]
+
+
+def item_labels(items) -> list:
+    return items.labels() if hasattr(items, "labels") else [it.label for it in items]
+
+
+def item_indices(items) -> list:
+    return items.indices() if hasattr(items, "indices") else [it.index for it in items]
+
+
 def split_where(where: str):
     """"path:line[#...]" -> (path, line)."""
     base = where.split("#", 1)[0]
@@ -291,12 +387,19 @@ class BatchLoader:
         self.shuffle, self.bucket, self.seed = shuffle, bucket, seed
         self.rank, self.world = rank, world
         self.epoch, self._skip = 0, 0
+        self._lengths = None
+
+    @property
+    def lengths(self) -> list:
+        if self._lengths is None:
+            self._lengths = item_lengths(self.items)
+        return self._lengths
 
     def set_distributed(self, rank: int, world: int) -> None:
         self.rank, self.world = rank, world
 
     def _batches(self, epoch: int) -> list[list[int]]:
-        n, bs = len(self.items), self.batch_size
+        n, bs, lengths = len(self.items), self.batch_size, self.lengths
         idx = list(range(n))
         if self.shuffle:
             rng = random.Random(self.seed * 1_000_003 + epoch)
@@ -304,12 +407,12 @@ class BatchLoader:
             if self.bucket > 1:
                 pool = bs * self.bucket
                 idx = [i for s in range(0, n, pool)
-                       for i in sorted(idx[s:s + pool], key=lambda j: self.items[j].length())]
+                       for i in sorted(idx[s:s + pool], key=lengths.__getitem__)]
             batches = [idx[s:s + bs] for s in range(0, n, bs)]
             rng.shuffle(batches)
         else:
             # evaluation: sorted by length for little padding; order restored by Batch.index
-            idx.sort(key=lambda j: self.items[j].length())
+            idx.sort(key=lengths.__getitem__)
             batches = [idx[s:s + bs] for s in range(0, n, bs)]
         if self.world > 1:
             per = math.ceil(len(batches) / self.world)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from . import readers as R
 from . import tree_readers as T
 from .errors import BadLines, DataError
@@ -203,27 +205,41 @@ def read_split(name: str, split: str, data_dir=None, bad: BadLines | None = None
     return info.read(path, bad)
 
 
+def label_keys(examples) -> list:
+    """The label each example is stratified by (the last of a label set)."""
+    if hasattr(examples, "label_keys"):                 # a split of a token store
+        return examples.label_keys()
+    return [ex.label if not isinstance(ex.label, tuple) else ex.label[-1] for ex in examples]
+
+
+def take(examples, positions):
+    """The examples at ``positions``, as the same kind of sequence (a list, or a store's split)."""
+    if hasattr(examples, "subset"):
+        return examples.subset(positions)
+    return [examples[i] for i in positions]
+
+
 def holdout(examples, fraction: float = 0.1, seed: int = HOLDOUT_SEED):
     """(rest, held_out): a stratified random ``fraction`` of the examples held out."""
     rng = random.Random(seed)
     by_label: dict = {}
-    for i, ex in enumerate(examples):
-        key = ex.label if not isinstance(ex.label, tuple) else ex.label[-1]
+    for i, key in enumerate(label_keys(examples)):
         by_label.setdefault(key, []).append(i)
     held = set()
     for key in sorted(by_label, key=str):
         idx = by_label[key]
         rng.shuffle(idx)
         held.update(idx[: round(len(idx) * fraction)])
-    return [e for i, e in enumerate(examples) if i not in held], [e for i, e in enumerate(examples) if i in held]
+    rest = [i for i in range(len(examples)) if i not in held]
+    return take(examples, rest), take(examples, sorted(held))
 
 
 def cv_folds(examples, k: int = 10, seed: int = 0):
     """Stratified k folds over shuffled examples (MR and SUBJ are label-sorted on disk)."""
     from sklearn.model_selection import StratifiedKFold
-    y = [ex.label if not isinstance(ex.label, tuple) else ex.label[-1] for ex in examples]
+    y = label_keys(examples)
     skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
-    return [(tr.tolist(), te.tolist()) for tr, te in skf.split(list(range(len(examples))), y)]
+    return [(tr.tolist(), te.tolist()) for tr, te in skf.split(np.zeros(len(y)), y)]
 
 
 def load_named(name: str, data_dir=None, on_bad_line: str = "error", cv: int = 0, cv_seed: int = 0) -> Splits:
@@ -253,28 +269,32 @@ def load_named(name: str, data_dir=None, on_bad_line: str = "error", cv: int = 0
 
 
 def load_files(train, dev=None, test=None, fmt="auto", on_bad_line="error", cv: int = 0, cv_seed: int = 0,
-               **read_kw) -> Splits:
+               store=None, **read_kw) -> Splits:
     """A user's own files: train (required), dev and test (optional). Option errors come before
-    any file is read (a large training file takes a while)."""
+    any file is read (a large training file takes a while). With ``store`` (a ``StoreOptions``)
+    each file is read into a token store (built once, then reused) instead of into memory."""
     if test and cv:
         raise DataError(test, None, "--cv is for data without a test file: drop --test or --cv")
     if not test and not cv:
         raise DataError(train, None, "no test file: pass --test FILE, or --cv K for cross-validation")
     bad = BadLines(on_bad_line)
-    tr = R.read_file(train, fmt, bad, **read_kw)
+    read = (lambda path: store.split(path, fmt, bad, **read_kw)) if store else \
+        (lambda path: R.read_file(path, fmt, bad, **read_kw))
+    tr = read(train)
     if not tr:
         raise DataError(train, None, "no examples in the training file")
-    te = R.read_file(test, fmt, bad, **read_kw) if test else None
+    te = read(test) if test else None
     folds = cv_folds(tr, cv, cv_seed) if te is None else None
     if dev:
-        dv, from_train = R.read_file(dev, fmt, bad, **read_kw), False
+        dv, from_train = read(dev), False
     elif folds is None:
         tr, dv = holdout(tr)
         from_train = True
     else:
         dv, from_train = [], True
     from .examples import is_multilabel, kind_of
-    return Splits(tr, dv, te, Path(train).name, kind_of(tr), is_multilabel(tr), bad, from_train, folds)
+    kind, multilabel = (tr.kind, tr.multilabel()) if store else (kind_of(tr), is_multilabel(tr))
+    return Splits(tr, dv, te, Path(train).name, kind, multilabel, bad, from_train, folds)
 
 
 def dataset_table(data_dir=None) -> list[dict]:

@@ -85,3 +85,8 @@ def kind_of(examples) -> str:
 
 def is_multilabel(examples) -> bool:
     return any(isinstance(ex.label, tuple) for ex in examples)
+
+
+def where_of(examples, k: int) -> str:
+    """The file:line of example ``k`` of a list, or of a split of a token store."""
+    return examples.where(k) if hasattr(examples, "where") else examples[k].where

@@ -7,6 +7,7 @@ cp1252 line (MR, SUBJ) never splits it; ``.gz`` files are read transparently.
 from __future__ import annotations
 
 import codecs
+import functools
 import gzip
 import itertools
 import json
@@ -19,14 +20,22 @@ from .csvrows import csv_rows
 from .errors import BadLines, DataError, UsageError
 from .examples import ContextsExample, PairExample, TextExample
 
-def open_bytes(path) -> bytes:
+def raw_lines(path) -> Iterator[bytes]:
+    """The lines of a file as bytes, without their line endings, read as a stream (a file larger
+    than memory is never held whole); ``.gz`` is read transparently, a byte-order mark dropped."""
     path = Path(path)
     if not path.exists():
         raise DataError(path, None, "no such file")
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    return data.removeprefix(codecs.BOM_UTF8)      # a byte-order mark is not part of the first field
+    if path.is_dir():
+        raise DataError(path, None, "a directory, not a file")
+    with open(path, "rb") as probe:
+        gz = probe.read(2) == b"\x1f\x8b"
+    with (gzip.open(path, "rb") if gz else open(path, "rb", buffering=1 << 20)) as f:
+        first = True
+        for raw in f:                    # binary lines end at b"\n" only
+            if first:
+                raw, first = raw.removeprefix(codecs.BOM_UTF8), False
+            yield raw.rstrip(b"\n").rstrip(b"\r")
 
 
 def decode_line(raw: bytes, path, lineno: int, encoding: str) -> str:
@@ -47,31 +56,39 @@ def decode_line(raw: bytes, path, lineno: int, encoding: str) -> str:
 def iter_lines(path, encoding: str = "auto", bad: BadLines | None = None) -> Iterator[tuple[int, str]]:
     """(line number, text without its line ending) for every line of a file. A line that does not
     decode raises, or with ``bad`` is reported to it (and, under ``skip``, left out)."""
-    data = open_bytes(path)
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    for i, raw in enumerate(lines, 1):
+    for i, raw in enumerate(raw_lines(path), 1):
         try:
-            yield i, decode_line(raw.rstrip(b"\r"), path, i, encoding)
+            yield i, decode_line(raw, path, i, encoding)
         except DataError as e:
             if bad is None:
                 raise
             bad(path, i, e.problem)
 
 
+def text_lines(path, encoding: str = "utf-8", bad: BadLines | None = None) -> Iterator[str]:
+    """Every line decoded, with a line ending (for formats whose records may span lines). With
+    ``bad``, a line that does not decode is reported and, under ``skip``, read as an empty line,
+    so the lines after it keep their numbers."""
+    expected = 1
+    for i, line in iter_lines(path, encoding, bad):
+        yield from ["\n"] * (i - expected)
+        expected = i + 1
+        yield line + "\n"
+
+
 def read_text(path, encoding: str = "utf-8", bad: BadLines | None = None) -> str:
-    """The whole file decoded (for formats whose records may span lines). With ``bad``, a line
-    that does not decode is reported and, under ``skip``, read as an empty line, so the lines
-    after it keep their numbers."""
-    data = open_bytes(path)
-    if encoding != "auto":
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            pass
-    good = dict(iter_lines(path, encoding, bad))
-    return "\n".join(good.get(i, "") for i in range(1, data.count(b"\n") + 2))
+    """The whole file decoded (small files whose records may span lines: treebanks)."""
+    return "".join(text_lines(path, encoding, bad))
+
+
+def streamed(reader):
+    """``read_x(...)``: the list of a file's examples; ``read_x.stream(...)``: the same examples
+    one by one as the file is read (a corpus larger than memory)."""
+    @functools.wraps(reader)
+    def read(*args, **kw):
+        return list(reader(*args, **kw))
+    read.stream = reader
+    return read
 
 
 def location(path, lineno):
@@ -94,10 +111,10 @@ def _label_and_text(path, encoding, bad: BadLines):
             yield i, label, text
 
 
+@streamed
 def read_kim(path, bad: BadLines | None = None, encoding: str = "auto", label_names: dict | None = None):
     """``label text`` per line (MR, SUBJ, TREC ``.all``, SST ``stsa.*``)."""
     bad = bad or BadLines()
-    out = []
     for i, label, text in _label_and_text(path, encoding, bad):
         if not text.strip():
             bad(path, i, "expected 'label text', found no text after the label")
@@ -107,29 +124,27 @@ def read_kim(path, bad: BadLines | None = None, encoding: str = "auto", label_na
                 bad(path, i, f"unknown label {label!r} (expected one of {sorted(label_names)})")
                 continue
             label = label_names[label]
-        out.append(TextExample(text.strip(), label, location(path, i)))
-    return out
+        yield TextExample(text.strip(), label, location(path, i))
 
 
+@streamed
 def read_trec_raw(path, bad: BadLines | None = None, fine: bool = False, encoding: str = "auto"):
     """Raw TREC ``COARSE:fine question`` lines; 6 coarse classes or the 50 fine ones."""
     bad = bad or BadLines()
-    out = []
     for i, label, text in _label_and_text(path, encoding, bad):
         if ":" not in label:
             bad(path, i, f"expected 'COARSE:fine question', found label {label!r}")
             continue
         if not _check_text(text, path, i, bad):
             continue
-        out.append(TextExample(text.strip(), label if fine else label.split(":")[0], location(path, i)))
-    return out
+        yield TextExample(text.strip(), label if fine else label.split(":")[0], location(path, i))
 
 
 # ------------------------------------------------------------ fastText
+@streamed
 def read_fasttext(path, bad: BadLines | None = None, encoding: str = "utf-8", prefix: str = "__label__"):
     """``__label__a [__label__b ...] text``; several labels make a multi-label example."""
     bad = bad or BadLines()
-    out = []
     for i, line in iter_lines(path, encoding, bad):
         if not line.strip():
             continue
@@ -144,8 +159,7 @@ def read_fasttext(path, bad: BadLines | None = None, encoding: str = "utf-8", pr
         if not _check_text(text, path, i, bad):
             continue
         label = labels[0] if len(labels) == 1 else tuple(dict.fromkeys(labels))
-        out.append(TextExample(text, label, location(path, i)))
-    return out
+        yield TextExample(text, label, location(path, i))
 
 
 # ------------------------------------------------------------ Zhang CSV (AG News, ...)
@@ -154,15 +168,14 @@ def unescape_zhang(s: str) -> str:
     return s.replace("\\n", "\n").replace("\\", " ")
 
 
+@streamed
 def read_zhang_csv(path, bad: BadLines | None = None, encoding: str = "utf-8", class_names: list | None = None):
     """``"class","title","description"`` (1-based class index), ``""`` quotes, ``\\n`` escapes."""
     bad = bad or BadLines()
     path = Path(path)
     if class_names is None and (path.parent / "classes.txt").exists():
         class_names = [l for _, l in iter_lines(path.parent / "classes.txt", "utf-8") if l.strip()]
-    text = read_text(path, encoding, bad)
-    out = []
-    for start, row in csv_rows(text, path, bad):
+    for start, row in csv_rows(text_lines(path, encoding, bad), path, bad):
         if len(row) < 2:
             bad(path, start, f"expected class,title[,description...], found {len(row)} field(s)")
             continue
@@ -174,8 +187,7 @@ def read_zhang_csv(path, bad: BadLines | None = None, encoding: str = "utf-8", c
         if not _check_text(body, path, start, bad):
             continue
         label = class_names[int(cls) - 1] if class_names else cls
-        out.append(TextExample(body, label, location(path, start)))
-    return out
+        yield TextExample(body, label, location(path, start))
 
 
 # ------------------------------------------------------------ generic CSV / TSV
@@ -186,6 +198,7 @@ def _split_label(value: str, sep: str | None):
     return value.strip()
 
 
+@streamed
 def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delimiter: str | None = None,
                text_col="text", pair_col=None, label_col="label", label_sep: str | None = None,
                header: bool = True):
@@ -197,8 +210,7 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
         name = path.name.removesuffix(".gz")
         delimiter = "\t" if name.endswith((".tsv", ".txt")) else ","
     # TSV: quoted fields as pandas / csv write them; a line that does not parse so keeps its quotes
-    rows = csv_rows(read_text(path, encoding, bad), path, bad, plain_fallback=delimiter == "\t", delimiter=delimiter)
-    out = []
+    rows = csv_rows(text_lines(path, encoding, bad), path, bad, plain_fallback=delimiter == "\t", delimiter=delimiter)
     first_line, first = next(rows, (None, None))
     if first is None:
         raise DataError(path, 1, "the file is empty")
@@ -227,10 +239,9 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
         if pi is not None:
             if not _check_text(row[pi], path, start, bad):
                 continue
-            out.append(PairExample(txt, row[pi], label, location(path, start)))
+            yield PairExample(txt, row[pi], label, location(path, start))
         else:
-            out.append(TextExample(txt, label, location(path, start)))
-    return out
+            yield TextExample(txt, label, location(path, start))
 
 
 def _table_columns(path, first: list, header: bool, text_col, pair_col, label_col) -> tuple:
@@ -276,6 +287,7 @@ def _json_label(value, path, i, bad, name_of=None):
     return name_of(value) if name_of else value
 
 
+@streamed
 def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_col="text", pair_col=None,
                contexts_col=None, label_col="label", skip_labels=(), label_sep=None, unlabelled=False):
     """One JSON object per line. Pairs with ``pair_col``; a text with a list of contexts with
@@ -283,7 +295,6 @@ def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_
     Examples whose label is in ``skip_labels`` (SNLI's ``-``) are left out and counted in
     ``bad.filtered``."""
     bad = bad or BadLines()
-    out = []
     for i, line in iter_lines(path, encoding, bad):
         obj = _json_object(line, text_col, path, i, bad) if line.strip() else None
         if obj is None:
@@ -295,8 +306,7 @@ def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_
                 continue
         example = _jsonl_example(obj, obj[text_col], label, pair_col, contexts_col, path, i, bad)
         if example is not None:
-            out.append(example)
-    return out
+            yield example
 
 
 def _json_object(line: str, text_col: str, path, i: int, bad: BadLines):
@@ -341,14 +351,16 @@ def _jsonl_example(obj: dict, txt: str, label, pair_col, contexts_col, path, i: 
     return TextExample(txt, label, where)
 
 
+@streamed
 def read_nli_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8"):
     """SNLI / MultiNLI / SciTail JSONL: the hypothesis (sentence2) is the text, modelled with
     the premise (sentence1) as context; gold label ``-`` (no consensus) is skipped and counted."""
-    return read_jsonl(path, bad, encoding, text_col="sentence2", pair_col="sentence1", label_col="gold_label",
-                      skip_labels=("-",))
+    yield from read_jsonl.stream(path, bad, encoding, text_col="sentence2", pair_col="sentence1",
+                                 label_col="gold_label", skip_labels=("-",))
 
 
 # ------------------------------------------------------------ SICK
+@streamed
 def read_sick(path, bad: BadLines | None = None, encoding: str = "utf-8"):
     """SICK tab-separated files with a header (SemEval split files or the full SICK.txt).
     The hypothesis (sentence_B) is the text; the premise (sentence_A) its context."""
@@ -365,7 +377,6 @@ def read_sick(path, bad: BadLines | None = None, encoding: str = "utf-8"):
             raise DataError(path, 1, f"no {need!r} column in the header (columns: {shorten(', '.join(cols))})")
     a, b, lab = cols["sentence_A"], cols["sentence_B"], cols[label_col]
     pid = cols.get("pair_ID")
-    out = []
     for i, line in lines:
         if not line.strip():
             continue
@@ -377,8 +388,7 @@ def read_sick(path, bad: BadLines | None = None, encoding: str = "utf-8"):
             bad(path, i, "empty sentence")
             continue
         where = location(path, i) + (f"#pair_ID={f[pid]}" if pid is not None else "")
-        out.append(PairExample(f[b].strip(), f[a].strip(), f[lab].strip(), where))
-    return out
+        yield PairExample(f[b].strip(), f[a].strip(), f[lab].strip(), where)
 
 
 # ------------------------------------------------------------ formats by name
@@ -407,15 +417,18 @@ class Format:
     by_content: Callable | None = None       # (first non-blank lines) -> bool
     rank: int = 0
     encoding: str = "utf-8"
+    trees: bool = False                      # its examples are parses (else texts, pairs or contexts)
 
 
 _FORMATS: dict[str, Format] = {}
 SNIFF_LINES = 50          # non-blank lines a format is guessed from
 
 
-def register_format(name: str, *, by_name=None, by_content=None, rank: int = 0, encoding: str = "utf-8"):
+def register_format(name: str, *, by_name=None, by_content=None, rank: int = 0, encoding: str = "utf-8",
+                    trees: bool = False):
+    """Register ``read(path, bad, encoding, options)``, which yields a file's examples as it reads."""
     def deco(read):
-        _FORMATS[name] = Format(name, read, by_name, by_content, rank, encoding)
+        _FORMATS[name] = Format(name, read, by_name, by_content, rank, encoding, trees)
         return read
     return deco
 
@@ -426,57 +439,57 @@ def _suffix(*ends):
 
 @register_format("kim", by_content=lambda head: True, rank=9, encoding="auto")
 def _kim(path, bad, encoding, o):
-    return read_kim(path, bad, encoding)
+    return read_kim.stream(path, bad, encoding)
 
 
 @register_format("trec", by_content=lambda head: bool(re.fullmatch(r"[A-Z]+:\S+", head[0].split(" ", 1)[0])),
                  rank=3, encoding="auto")
 def _trec(path, bad, encoding, o):
-    return read_trec_raw(path, bad, encoding=encoding)
+    return read_trec_raw.stream(path, bad, encoding=encoding)
 
 
 # fastText, even if line 1 lacks its label
 @register_format("fasttext", by_content=lambda head: any(l.startswith("__label__") for l in head), rank=0)
 def _fasttext(path, bad, encoding, o):
-    return read_fasttext(path, bad, encoding)
+    return read_fasttext.stream(path, bad, encoding)
 
 
 @register_format("zhang")
 def _zhang(path, bad, encoding, o):
-    return read_zhang_csv(path, bad, encoding)
+    return read_zhang_csv.stream(path, bad, encoding)
 
 
 @register_format("csv", by_name=_suffix(".csv"))
 def _csv(path, bad, encoding, o):
-    return read_table(path, bad, encoding, ",", o.text_col, o.pair_col, o.label_col, o.label_sep)
+    return read_table.stream(path, bad, encoding, ",", o.text_col, o.pair_col, o.label_col, o.label_sep)
 
 
 # a tab before any space on the first line: a TSV named .txt
 @register_format("tsv", by_name=_suffix(".tsv"), by_content=lambda head: "\t" in head[0].split(" ", 1)[0], rank=1)
 def _tsv(path, bad, encoding, o):
-    return read_table(path, bad, encoding, "\t", o.text_col, o.pair_col, o.label_col, o.label_sep)
+    return read_table.stream(path, bad, encoding, "\t", o.text_col, o.pair_col, o.label_col, o.label_sep)
 
 
 @register_format("jsonl", by_name=lambda path, name: name.endswith((".jsonl", ".json")) and not _is_nli(path))
 def _jsonl(path, bad, encoding, o):
-    return read_jsonl(path, bad, encoding, o.text_col, o.pair_col, o.contexts_col, o.label_col,
-                      skip_labels=("-",) if o.label_col == "gold_label" else (),   # SNLI's 'no consensus'
-                      label_sep=o.label_sep)
+    return read_jsonl.stream(path, bad, encoding, o.text_col, o.pair_col, o.contexts_col, o.label_col,
+                             skip_labels=("-",) if o.label_col == "gold_label" else (),   # SNLI's 'no consensus'
+                             label_sep=o.label_sep)
 
 
 @register_format("nli", by_name=lambda path, name: name.endswith((".jsonl", ".json")) and _is_nli(path))
 def _nli(path, bad, encoding, o):
     if not o.default_columns:             # SNLI's fields, but the columns the user named
         return _jsonl(path, bad, encoding, o)
-    return read_nli_jsonl(path, bad, encoding)
+    return read_nli_jsonl.stream(path, bad, encoding)
 
 
 @register_format("sick", by_name=lambda path, name: name.startswith("sick"))
 def _sick(path, bad, encoding, o):
-    return read_sick(path, bad, encoding)
+    return read_sick.stream(path, bad, encoding)
 
 
-@register_format("sst-trees", by_content=lambda head: head[0].startswith("("), rank=2)
+@register_format("sst-trees", by_content=lambda head: head[0].startswith("("), rank=2, trees=True)
 def _sst_trees(path, bad, encoding, o):
     from .tree_readers import read_sst_trees
     return read_sst_trees(path, bad, encoding=encoding)
@@ -510,9 +523,8 @@ def _is_nli(path) -> bool:
     return isinstance(obj, dict) and {"sentence1", "sentence2", "gold_label"} <= obj.keys()
 
 
-def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: str | None = None,
-              text_col="text", pair_col=None, contexts_col=None, label_col="label", label_sep=None):
-    """Read any supported file into examples; ``fmt="auto"`` guesses from name and content."""
+def file_format(path, fmt: str = "auto", encoding: str | None = None) -> Format:
+    """The format a file is read in: ``fmt``, or with ``auto`` guessed from its name and content."""
     if encoding and encoding != "auto":
         try:
             codecs.lookup(encoding)
@@ -520,6 +532,17 @@ def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: st
             raise UsageError(f"unknown encoding {encoding!r} (e.g. utf-8, cp1252, latin-1, or auto)") from None
     if fmt != "auto" and fmt not in _FORMATS:
         raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
-    f = _FORMATS[detect_format(path) if fmt == "auto" else fmt]
+    return _FORMATS[detect_format(path) if fmt == "auto" else fmt]
+
+
+def stream_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: str | None = None,
+                text_col="text", pair_col=None, contexts_col=None, label_col="label", label_sep=None):
+    """A file's examples one by one, as it is read; ``fmt="auto"`` guesses from name and content."""
+    f = file_format(path, fmt, encoding)
     options = ReadOptions(text_col, pair_col, contexts_col, label_col, label_sep)
     return f.read(path, bad or BadLines(), encoding or f.encoding, options)
+
+
+def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: str | None = None, **columns):
+    """Every example of a supported file, as a list; ``fmt="auto"`` guesses from name and content."""
+    return list(stream_file(path, fmt, bad, encoding, **columns))

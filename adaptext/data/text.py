@@ -91,16 +91,18 @@ class Vocab:
         self.stoi = {t: i for i, t in enumerate(self.itos)}
 
     @classmethod
-    def build(cls, token_lists, min_freq: int = 1, max_size: int | None = None, extra=()) -> "Vocab":
+    def build(cls, token_lists, min_freq: int = 1, max_size: int | None = None) -> "Vocab":
         counts = Counter()
         for toks in token_lists:
             counts.update(toks)
-        kept = [t for t, c in sorted(counts.items(), key=lambda x: (-x[1], x[0])) if c >= min_freq]
-        if max_size:
-            kept = kept[:max_size]
-        kept_set = set(kept)
-        kept += [t for t in extra if t not in kept_set]
-        return cls(kept)
+        return cls.from_counts(counts.items(), min_freq, max_size)
+
+    @classmethod
+    def from_counts(cls, counted, min_freq: int = 1, max_size: int | None = None) -> "Vocab":
+        """The tokens of ``counted`` ((token, count) pairs) seen at least ``min_freq`` times, the most
+        frequent first (ties in token order), at most ``max_size`` of them."""
+        kept = [t for t, c in sorted(counted, key=lambda x: (-x[1], x[0])) if c >= min_freq]
+        return cls(kept[:max_size] if max_size else kept)
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -135,7 +137,12 @@ class LabelMap:
                 seen.add(ex.label)
             if ex.kind == "tree":         # phrase-level supervision: node labels are classes too
                 seen.update(l for l in ex.tree.labels if l is not None)
-        return cls(sorted(seen, key=_natural), multi)
+        return cls.of_names(seen, multi)
+
+    @classmethod
+    def of_names(cls, names, multilabel: bool = False) -> "LabelMap":
+        """Class ids in natural order of the names (numbers as numbers: "2" before "10")."""
+        return cls(sorted(names, key=_natural), multilabel)
 
     def __len__(self) -> int:
         return len(self.labels)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import torch
 
+from .cache import cache_root
+
 from .embeddings import Coverage
 
 PREFIX = "transformer"
@@ -36,7 +38,7 @@ def encoder_name(spec: str) -> str:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("ADAPTEXT_CACHE") or Path.home() / ".cache" / "adaptext") / "vectors"
+    return cache_root() / "vectors"
 
 
 def transformer_vectors(vocab, spec: str, token_lists, log=print) -> tuple[torch.Tensor, Coverage]:

@@ -28,9 +28,10 @@ class InputReader:
     def __init__(self, kind: str, config: dict, tokens, max_length: int):
         self.kind, self.config, self.tokens, self.max_length = kind, config, tokens, max_length
 
-    def examples(self, inputs, source: str = "<input>") -> list:
+    def examples(self, inputs, source: str = "<input>", start: int = 0) -> list:
+        """``start``: how many inputs came before these (a stream read in chunks names its k-th)."""
         out = []
-        for k, x in enumerate(as_input_list(inputs)):
+        for k, x in enumerate(as_input_list(inputs), start):
             if hasattr(x, "kind"):                            # already an example
                 out.append(x)
                 continue
@@ -94,14 +95,20 @@ class InputReader:
 
     # ------------------------------------------------------------------ files
     def read(self, file: str | None, encoding: str | None = None) -> list:
-        """Inputs from ``file`` (standard input when None): a .csv / .tsv by the run's columns;
-        otherwise one text per line, or a JSON object per line (which models other than text
-        models require)."""
-        from ..data.readers import decode_line, iter_lines
+        return list(self.stream(file, encoding))
+
+    def stream(self, file: str | None, encoding: str | None = None):
+        """Inputs from ``file`` (standard input when None), one by one as the file is read: a .csv /
+        .tsv by the run's columns; otherwise one text per line, or a JSON object per line (which
+        models other than text models require). Problems with the file itself are said at once."""
         if file and Path(file).is_dir():
             raise DataError(file, None, "a directory, not a file of inputs")
         if file and Path(file).name.lower().removesuffix(".gz").endswith((".csv", ".tsv")):
             return self._table(file, encoding)
+        return self._lines(file, encoding)
+
+    def _lines(self, file: str | None, encoding: str | None):
+        from ..data.readers import decode_line, iter_lines
         if file and not Path(file).is_file():
             raise DataError(file, None, "no such file")
         name, enc = file or "<stdin>", encoding or self.config.get("encoding") or "utf-8"
@@ -113,7 +120,7 @@ class InputReader:
         else:                                             # a text stream (sys.stdin replaced)
             lines = enumerate((l.rstrip("\r\n") for l in sys.stdin), 1)
         jsonl = bool(file) and Path(file).name.lower().removesuffix(".gz").endswith((".jsonl", ".json"))
-        return [self._line(line, name, i, jsonl) for i, line in lines]
+        return (self._line(line, name, i, jsonl) for i, line in lines)
 
     def _line(self, line: str, name: str, i: int, jsonl: bool):
         """A line as a JSON object or as a text. In a .jsonl file every line must be an object;
@@ -133,7 +140,7 @@ class InputReader:
             raise DataError(name, i, f"a JSON line must be an object, found {type(value).__name__}")
         return value
 
-    def _table(self, file: str, encoding: str | None) -> list:
+    def _table(self, file: str, encoding: str | None):
         from ..data.readers import read_table
         if not Path(file).is_file():
             raise DataError(file, None, "no such file")
@@ -141,10 +148,10 @@ class InputReader:
             raise DataError(file, None, f"a .csv / .tsv file feeds text or pair models; this {self.kind} model "
                                         "reads JSON lines")
         pair_col = (self.config.get("pair_col") or "pair") if self.kind == "pair" else None
-        rows = read_table(file, delimiter="\t" if ".tsv" in Path(file).name.lower() else ",",
+        rows = read_table.stream(file, delimiter="\t" if ".tsv" in Path(file).name.lower() else ",",
                           text_col=self.config.get("text_col") or "text", pair_col=pair_col, label_col=None,
                           encoding=encoding or self.config.get("encoding") or "utf-8")
-        return [ex.text if self.kind == "text" else {"text": ex.text, "pair": ex.pair} for ex in rows]
+        return (ex.text if self.kind == "text" else {"text": ex.text, "pair": ex.pair} for ex in rows)
 
 
 def _text(x: dict, key: str) -> str:

@@ -67,6 +67,11 @@ class DataOptions:
                            choices=("error", "skip"))
     cv: int = opt(0, "k-fold cross-validation (sets without a test split)", lowest=0)
     cv_seed: int = opt(0, "seed of the cross-validation folds")
+    store: str = opt("auto", "auto: read text, pair and context files into an on-disk token store, built once "
+                             "and reused by later runs (flat memory on corpora larger than RAM); off: into memory",
+                     choices=("auto", "off"))
+    workers: int = opt(0, "processes that tokenise a file into its store (0: one per CPU core for files over "
+                          "64 MB)", lowest=0, resume=True)
 
 
 @dataclass
@@ -122,6 +127,9 @@ class EngineOptions:
     keep_checkpoints: bool = opt(False, "keep checkpoints/ (the resume state) once the run has finished",
                                  resume=True)
     progress: bool = opt(True, "progress bar with examples/s (on stderr)", resume=True)
+    max_steps: int = opt(0, "stop after this many training steps (0: --epochs decides)", lowest=0, resume=True)
+    log_every: int = opt(0, "every N training steps append the loss and the process's memory to steps.csv "
+                            "(0: never)", lowest=0, resume=True)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..data.batching import Batch, BatchLoader, Collator, Encoder
+from ..data.batching import Batch, BatchLoader, Collator, Encoder, item_indices, item_labels
 from ..data.errors import BadLines
 from ..registry import TextClassifier, get_entry
 from .inputs import InputReader, as_input_list
@@ -40,7 +40,7 @@ def model_outputs(model, items, collate: Collator, transform, batch_size: int = 
     """[len(items), classes] of ``transform(logits)``, batch by batch, in the items' order."""
     model.eval()
     out = np.zeros((len(items), collate.num_classes), dtype=np.float32)
-    pos = {it.index: k for k, it in enumerate(items)}
+    pos = {index: k for k, index in enumerate(item_indices(items))}
     device = next(model.parameters()).device
     for batch in BatchLoader(items, batch_size, collate):
         batch = to_device(batch, device)
@@ -65,12 +65,13 @@ def to_device(batch: Batch, device) -> Batch:
 
 def gold(items, labels) -> np.ndarray:
     """Class ids [N] (multi-hot [N, C] for multi-label) of labelled items."""
+    found = item_labels(items)
     if labels.multilabel:
         y = np.zeros((len(items), len(labels)), dtype=np.int64)
-        for k, it in enumerate(items):
-            y[k, it.label] = 1
+        for k, label in enumerate(found):
+            y[k, label] = 1
         return y
-    return np.asarray([it.label for it in items], dtype=np.int64)
+    return np.asarray(found, dtype=np.int64)
 
 
 def length_limit(max_length: int, fixed_length: int) -> int:
@@ -92,12 +93,12 @@ class Pipeline:
         self.collate = collator(model, spec.labels)
         self.reader = InputReader(spec.kind, spec.config, self.encoder.tokens, limit)
 
-    def examples(self, inputs) -> list:
-        return tag(self.reader.examples(inputs), self.spec.config)
+    def examples(self, inputs, start: int = 0) -> list:
+        return tag(self.reader.examples(inputs, start=start), self.spec.config)
 
-    def items(self, inputs) -> list:
+    def items(self, inputs, start: int = 0) -> list:
         """Encoded inputs, unlabelled; a text empty after tokenisation is read as one unknown word."""
-        items = self.encoder.encode(self.examples(inputs), with_labels=False)
+        items = self.encoder.encode(self.examples(inputs, start), with_labels=False)
         for k, it in enumerate(items):
             it.index = k
             if it.text is not None and len(it.text) == 0:
@@ -113,11 +114,23 @@ class Pipeline:
     def logits(self, items, batch_size: int = 256) -> np.ndarray:
         return model_outputs(self.model, items, self.collate, lambda logits: logits, batch_size)
 
-    def predict(self, inputs, batch_size: int = 64) -> list[dict]:
-        items = self.items(as_input_list(inputs))
+    def predict(self, inputs, batch_size: int = 64, start: int = 0) -> list[dict]:
+        items = self.items(as_input_list(inputs), start)
         probs = self.probabilities(items, batch_size)
         return [self.decision(p, pred, it.truncated)
                 for p, pred, it in zip(probs, decide(probs, self.labels.multilabel, self.labels.threshold), items)]
+
+    def predict_stream(self, inputs, batch_size: int = 64, chunk: int = 8192):
+        """Decisions for an iterable of inputs of any length, in order, ``chunk`` inputs at a time:
+        memory holds one chunk, whatever the length of the stream."""
+        start, pending = 0, []
+        for x in inputs:
+            pending.append(x)
+            if len(pending) == chunk:
+                yield from self.predict(pending, batch_size, start)
+                start, pending = start + chunk, []
+        if pending:
+            yield from self.predict(pending, batch_size, start)
 
     def decision(self, p: np.ndarray, pred, truncated: bool) -> dict:
         """{"label", "probs"} (multi-label: also "labels", most probable first); "truncated": true

@@ -29,6 +29,14 @@ from .files import load_weights, read_json, write_atomic
 FILES = ("config.json", "vocab.json", "labels.json", "model.safetensors")
 
 
+def make_tokenizer(cfg: dict) -> Tokenizer:
+    """A new run's tokenizer; a subword one reads the word pieces of the model's pretrained encoder."""
+    from ..pretrained import DEFAULT
+    level = cfg["tokenizer"] or get_entry(cfg["model"]).tokenizer
+    pretrained = (cfg.get("pretrained") or DEFAULT) if level == "subword" else None
+    return Tokenizer(level=level, lower=cfg["lower"], clean=cfg["clean"], pretrained=pretrained)
+
+
 @dataclass
 class RunSpec:
     config: dict                    # the resolved flat options (runs.options)

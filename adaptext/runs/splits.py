@@ -4,20 +4,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..data.datasets import DATASETS, holdout, load_files, load_named
+from ..data.datasets import DATASETS, holdout, load_files, load_named, take
 from ..data.errors import BadLines, DataError
+from ..data.readers import file_format
+from ..data.store import StoreOptions
+from ..registry import get_entry
 from .options import READER_KEYS
+from .spec import make_tokenizer
 
 DEMO = "trec-demo"
 
 
-def load_data(cfg: dict):
-    """The run's ``Splits``: its training file (with --dev / --test files) or a named dataset."""
+def load_data(cfg: dict, stored: bool = False, log=print):
+    """The run's ``Splits``: its training file (with --dev / --test files) or a named dataset.
+    ``stored``: a file of texts, pairs or contexts is read into token stores (see ``uses_store``)."""
     data = cfg["data"] or DEMO
     if Path(data).exists() and not Path(data).is_dir():
         kw = {k: cfg[k] for k in READER_KEYS}
+        store = StoreOptions(make_tokenizer(cfg).config, cfg["workers"], cfg["progress"], log) \
+            if stored and uses_store(cfg, data) else None
         return load_files(data, cfg["dev"], cfg["test"], cfg["format"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"],
-                          **kw)
+                          store, **kw)
     if cfg["dev"] or cfg["test"]:
         if data not in DATASETS:
             raise DataError(data, None, "no such file" if not Path(data).is_dir() else "a directory, not a file")
@@ -25,12 +32,20 @@ def load_data(cfg: dict):
     return load_named(data, cfg["data_dir"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"])
 
 
-def fold_splits(splits, fold: int) -> tuple[list, list, list]:
+def uses_store(cfg: dict, data: str) -> bool:
+    """A training file goes through the token store unless the run needs its texts themselves:
+    parses, the texts a distillation teacher reads, the trees a tag-guided model tags."""
+    if cfg["store"] == "off" or cfg["teacher"] or get_entry(cfg["model"]).needs_tags:
+        return False
+    return not file_format(data, cfg["format"], cfg["encoding"]).trees
+
+
+def fold_splits(splits, fold: int) -> tuple:
     """(train, dev, test) of fold k (1-based) of a cross-validated run: it trains on the other
     folds, 10% of them held out as dev, and tests on fold k."""
     tr_idx, te_idx = splits.folds[fold - 1]
-    train, dev = holdout([splits.train[i] for i in tr_idx])
-    return train, dev, [splits.train[i] for i in te_idx]
+    train, dev = holdout(take(splits.train, tr_idx))
+    return train, dev, take(splits.train, te_idx)
 
 
 def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on_bad_line="error",

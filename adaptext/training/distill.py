@@ -115,13 +115,13 @@ def _as_input(ex):
 
 
 def _cache(teacher_dir, examples: list) -> Path:
-    from ..data.transformer_vectors import cache_dir
+    from ..data.cache import cache_root
     weights = Path(teacher_dir) / "model.safetensors"
     h = hashlib.sha256(f"teacher-logits/v1\n{Path(teacher_dir).resolve()}\n{weights.stat().st_size}\n"
                        f"{weights.stat().st_mtime_ns}\n".encode())
     for ex in examples:
         h.update((ex.text + ("\t" + ex.pair if isinstance(ex, PairExample) else "") + "\n").encode("utf-8"))
-    return cache_dir().parent / "teacher_logits" / h.hexdigest()[:32]
+    return cache_root() / "teacher_logits" / h.hexdigest()[:32]
 
 
 def _save(path: Path, array: np.ndarray) -> None:

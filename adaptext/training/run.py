@@ -18,17 +18,20 @@ import numpy as np
 import torch
 from lightning.pytorch.callbacks import Callback
 
-from ..data.batching import BatchLoader, Encoder
+from ..data.batching import BatchLoader, Encoder, StoredItems, item_labels
 from ..data.embeddings import embedding_matrix
 from ..data.transformer_vectors import is_transformer_spec, transformer_vectors
 from ..data.errors import BadLines, DataError, UsageError
-from ..data.text import LabelMap, Tokenizer, Vocab
+from ..data.examples import where_of
+from ..data.store import StoredSplit
+from ..data.text import LabelMap, Vocab
 from ..registry import count_parameters, get_entry
 from ..runs import metrics as M
+from ..runs.memory import memory_mb, steady_allocator
 from ..runs.files import read_json, save_weights, write_atomic, write_csv, write_jsonl
 from ..runs.options import PATH_KEYS, RESUME_MAY_CHANGE, check_new_run, resolve
 from ..runs.pipeline import collator, gold, predict_probs, tag
-from ..runs.spec import RunSpec, write_config
+from ..runs.spec import RunSpec, make_tokenizer, write_config
 from ..runs.splits import DEMO, fold_splits, load_data
 
 
@@ -66,26 +69,16 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
     if not dev:
         raise DataError(where, None, "no dev examples: 10% of each class held out of train "
                                      "rounds to none with this few examples; pass --dev FILE")
+    if isinstance(train, StoredSplit):
+        return prepare_stored(cfg, train, dev, test, kind, multilabel, log)
     train, dev, test = (tag(s, cfg) for s in (train, dev, test))
     tokenizer = make_tokenizer(cfg)
     vocab = tokenizer.vocabulary(token_lists(train, tokenizer), cfg["min_freq"], cfg["max_vocab"] or None)
     found = LabelMap.from_examples(train)
-    labels = LabelMap(found.labels, found.multilabel or multilabel)
-    if len(labels) < 2:
-        raise DataError(where, None, f"the training data has {len(labels)} class(es); at least 2 are needed")
+    labels = checked_labels(cfg, LabelMap(found.labels, found.multilabel or multilabel))
     tag_vocab = tag_vocab_of(train) if entry.needs_tags else None
-
     bad = BadLines(cfg["on_bad_line"])
-    vectors, coverage = None, None
-    if is_transformer_spec(cfg["embeddings"]):
-        vectors, coverage = transformer_vectors(vocab, cfg["embeddings"], token_lists(train, tokenizer), log)
-        log(f"embeddings: {coverage}")
-    elif cfg["embeddings"]:
-        vectors, coverage = embedding_matrix(vocab, cfg["embeddings"], cfg["oov_init"], cfg["oov_scale"], cfg["seed"],
-                                             bad=bad)
-        log(f"embeddings: {coverage}")
-    elif cfg["embedding_mode"] != "rand":
-        raise DataError(where, None, f"embedding mode {cfg['embedding_mode']} needs --embeddings PATH")
+    vectors, coverage = pretrained_vectors(cfg, vocab, lambda: token_lists(train, tokenizer), bad, log)
     spec = RunSpec(cfg, kind, tokenizer, vocab, tag_vocab, labels, coverage.dim if coverage else None)
     encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg["max_length"])
     encoded = [encoder.encode(s, bad) if s else None for s in (train, dev, test)]
@@ -95,12 +88,53 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
     return Prepared(spec, vectors, coverage, *encoded, test or [], bad, encoder.truncated)
 
 
-def make_tokenizer(cfg: dict) -> Tokenizer:
-    """The run's tokenizer; a subword one reads the word pieces of the model's pretrained encoder."""
-    from ..pretrained import DEFAULT
-    level = cfg["tokenizer"] or get_entry(cfg["model"]).tokenizer
-    pretrained = (cfg.get("pretrained") or DEFAULT) if level == "subword" else None
-    return Tokenizer(level=level, lower=cfg["lower"], clean=cfg["clean"], pretrained=pretrained)
+def prepare_stored(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print) -> Prepared:
+    """``prepare`` for splits of token stores: the vocabulary counted on the training rows, items
+    made batch by batch from the stores."""
+    tokenizer = make_tokenizer(cfg)
+    if tokenizer.config.level == "subword":
+        vocab = tokenizer.vocabulary(())
+    else:
+        counts = train.store.token_counts(train.rows)
+        vocab = Vocab.from_counts(((train.store.strings[i], int(counts[i])) for i in np.flatnonzero(counts)),
+                                  cfg["min_freq"], cfg["max_vocab"] or None)
+    labels = checked_labels(cfg, LabelMap.of_names(train.label_names(), train.multilabel() or multilabel))
+    bad = BadLines(cfg["on_bad_line"])
+    vectors, coverage = pretrained_vectors(cfg, vocab, lambda: stored_token_lists(train), bad, log)
+    spec = RunSpec(cfg, kind, tokenizer, vocab, None, labels, coverage.dim if coverage else None)
+    encoded = [StoredItems(s, vocab, labels, cfg["max_length"], bad) if s else None for s in (train, dev, test)]
+    truncated = sum(e.truncated for e in encoded if e is not None)
+    return Prepared(spec, vectors, coverage, *encoded, test or [], bad, truncated)
+
+
+def checked_labels(cfg: dict, labels: LabelMap) -> LabelMap:
+    if len(labels) < 2:
+        raise DataError(cfg["data"] or DEMO, None, f"the training data has {len(labels)} class(es); "
+                                                   "at least 2 are needed")
+    return labels
+
+
+def pretrained_vectors(cfg: dict, vocab: Vocab, texts, bad: BadLines, log=print) -> tuple:
+    """(vectors, coverage) of the run's ``--embeddings`` for its vocabulary, or (None, None);
+    ``texts()``: the training texts as token lists (transformer-derived vectors read them)."""
+    if is_transformer_spec(cfg["embeddings"]):
+        vectors, coverage = transformer_vectors(vocab, cfg["embeddings"], texts(), log)
+    elif cfg["embeddings"]:
+        vectors, coverage = embedding_matrix(vocab, cfg["embeddings"], cfg["oov_init"], cfg["oov_scale"], cfg["seed"],
+                                             bad=bad)
+    elif cfg["embedding_mode"] != "rand":
+        raise DataError(cfg["data"] or DEMO, None, f"embedding mode {cfg['embedding_mode']} needs --embeddings PATH")
+    else:
+        return None, None
+    log(f"embeddings: {coverage}")
+    return vectors, coverage
+
+
+def stored_token_lists(split):
+    strings = split.store.strings
+    for row in split.rows:
+        for ids in split.store.texts(int(row)):
+            yield [strings[i] for i in ids]
 
 
 def token_lists(examples, tokenizer):
@@ -131,7 +165,7 @@ def class_weights_of(cfg: dict, p: Prepared) -> torch.Tensor | None:
     labels = p.spec.labels
     if cfg["class_weights"] != "balanced" or labels.multilabel:
         return None
-    counts = np.bincount([it.label for it in p.train], minlength=len(labels)).astype(float)
+    counts = np.bincount(item_labels(p.train), minlength=len(labels)).astype(float)
     return torch.tensor(len(p.train) / (len(labels) * np.maximum(counts, 1)), dtype=torch.float32)
 
 
@@ -151,9 +185,10 @@ def fit(cfg: dict, model, p: Prepared, out: Path, resume: bool, started: float) 
     ckpt_dir = out / "checkpoints"
     trainer = L.Trainer(
         max_epochs=cfg["epochs"], accelerator=cfg["accelerator"], devices=cfg["devices"], strategy=cfg["strategy"],
-        num_nodes=cfg["num_nodes"], gradient_clip_val=cfg["grad_clip"] or None, gradient_clip_algorithm="norm",
+        num_nodes=cfg["num_nodes"], max_steps=cfg["max_steps"] or -1,
+        gradient_clip_val=cfg["grad_clip"] or None, gradient_clip_algorithm="norm",
         deterministic=cfg["deterministic"], plugins=[SafetensorsCheckpointIO()],
-        callbacks=callbacks(cfg, ckpt_dir, len(train_loader)), logger=False, enable_model_summary=False,
+        callbacks=callbacks(cfg, out, len(train_loader)), logger=False, enable_model_summary=False,
         num_sanity_val_steps=0, enable_progress_bar=cfg["progress"], default_root_dir=str(out),
         use_distributed_sampler=False)
     last = ckpt_dir / "last.ckpt"
@@ -170,15 +205,19 @@ def fit(cfg: dict, model, p: Prepared, out: Path, resume: bool, started: float) 
     return Fitted(module.epoch_rows, trainer.current_epoch, seconds, module.monitor)
 
 
-def callbacks(cfg: dict, ckpt_dir: Path, batches_per_epoch: int) -> list:
+def callbacks(cfg: dict, out: Path, batches_per_epoch: int) -> list:
     from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint, TQDMProgressBar
+    ckpt_dir = out / "checkpoints"
+    # judged after each dev pass only: a run cut by --max-steps mid-epoch ends without one
     found = [ModelCheckpoint(dirpath=ckpt_dir, filename="best", monitor="dev_score", mode="max", save_top_k=1,
-                             save_last=False, enable_version_counter=False),
+                             save_last=False, enable_version_counter=False, save_on_train_epoch_end=False),
              ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1,
                              enable_version_counter=False),
-             EarlyStopping("dev_score", mode="max", patience=cfg["patience"])]
+             EarlyStopping("dev_score", mode="max", patience=cfg["patience"], check_on_train_epoch_end=False)]
     if cfg["checkpoint_every"]:
         found.append(StepCheckpoint(ckpt_dir / "last.ckpt", cfg["checkpoint_every"]))
+    if cfg["log_every"]:
+        found.append(StepLog(out / "steps.csv", cfg["log_every"]))
     if cfg["progress"]:
         found.append(TQDMProgressBar(refresh_rate=max(1, batches_per_epoch // 20)))
     return found
@@ -212,7 +251,7 @@ def test_predictions(examples, items, probs: np.ndarray, labels) -> list[dict]:
             conf = float(probs[k][pred[k]].min())
         else:
             g, p, conf = labels.labels[it.label], labels.labels[int(pred[k])], float(probs[k, pred[k]])
-        rows.append({"index": it.index, "where": examples[it.index].where, "gold": g, "pred": p,
+        rows.append({"index": it.index, "where": where_of(examples, it.index), "gold": g, "pred": p,
                      "prob": round(conf, 6)})
     return rows
 
@@ -257,6 +296,7 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
     import lightning as L
     quiet_engine()
     started = time.perf_counter()
+    steady_allocator()
     L.seed_everything(cfg["seed"], workers=True, verbose=False)
     if cfg["threads"]:
         torch.set_num_threads(cfg["threads"])
@@ -297,6 +337,28 @@ class StepCheckpoint(Callback):
             trainer.save_checkpoint(self.path)
 
 
+class StepLog(Callback):
+    """Every N training steps, a row of steps.csv: the step, its loss, the seconds since the
+    process started training and the process's resident memory (MB) now and at its peak, so
+    memory growing during an epoch is seen, not guessed."""
+
+    def __init__(self, path: Path, every: int):
+        self.path, self.every, self.started = Path(path), every, time.perf_counter()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        step = trainer.global_step
+        if step % self.every or not trainer.is_global_zero:
+            return
+        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        row = {"step": step, "epoch": trainer.current_epoch + 1, "loss": round(float(loss), 6),
+               "seconds": round(time.perf_counter() - self.started, 2), **memory_mb()}
+        new = not self.path.exists()
+        with open(self.path, "a", encoding="utf-8") as f:
+            if new:
+                f.write(",".join(row) + "\n")
+            f.write(",".join(str(v) for v in row.values()) + "\n")
+
+
 def _mean(xs):
     xs = [x for x in xs if x is not None]
     return float(np.mean(xs)) if xs else None
@@ -325,7 +387,7 @@ def train_run(options: dict, file_options: dict | None = None, log=print, config
         cfg, out = new_config(options, file_options, config_file)
     cfg["out"] = str(out)
     check_writable(out)
-    splits = load_data(cfg)
+    splits = load_data(cfg, stored=True, log=log)
     if splits.bad.count:
         log(f"skipped {splits.bad.count} bad line(s); first: {splits.bad.skipped[0]}")
     make_run_dir(out)
