@@ -135,9 +135,7 @@ def cmd_predict(argv) -> int:
     p.add_argument("--encoding", default=None, help="encoding of FILE or stdin (default: the run's, else utf-8)")
     a = p.parse_args(argv)
     from . import load
-    from .runs.memory import steady_allocator
     clf = load(a.run_dir)
-    steady_allocator()
     for d in clf.predict_stream(clf.pipeline.reader.stream(a.file, a.encoding), a.batch_size):
         print(json.dumps(d))
     return 0
@@ -261,8 +259,33 @@ def cmd_export(argv) -> int:
     return 0
 
 
+def cmd_cache(argv) -> int:
+    """list what adaptext keeps to reuse (token stores, derived vectors, teacher logits); --clear removes it"""
+    p = argparse.ArgumentParser(prog="adaptext cache", description="What adaptext computed once and reuses, under "
+                                "$ADAPTEXT_CACHE (else ~/.cache/adaptext): token stores of data files, "
+                                "transformer-derived vectors, teacher logits.")
+    p.add_argument("--clear", nargs="?", const="all", metavar="KIND",
+                   help="remove everything, or one kind (stores, vectors, teacher_logits)")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    from .data import cache
+    if a.clear:
+        freed = cache.clear(None if a.clear == "all" else a.clear)
+        print(f"removed {_human(freed)}B from {cache.cache_root() / ('' if a.clear == 'all' else a.clear)}")
+        return 0
+    rows = cache.entries()
+    if a.json:
+        print_json(rows)
+        return 0
+    for r in rows:
+        print(f"{r['kind']:<15} {_human(r['bytes']) + 'B':>8}  {r['name']}")
+    print(f"{len(rows)} entries, {_human(sum(r['bytes'] for r in rows))}B in {cache.cache_root()}")
+    return 0
+
+
 COMMANDS = {"train": cmd_train, "distill": cmd_distill, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
-            "datasets": cmd_datasets, "explain": cmd_explain, "serve": cmd_serve, "export": cmd_export}
+            "datasets": cmd_datasets, "explain": cmd_explain, "serve": cmd_serve, "export": cmd_export,
+            "cache": cmd_cache}
 USAGE = ("usage: adaptext {" + ",".join(COMMANDS) + "} ...\n\n"
          "  train      train and evaluate a model (no --data: the bundled TREC demo)\n"
          "  evaluate   metrics of a run directory on a dataset split\n"

@@ -22,6 +22,8 @@ def entries() -> list[dict]:
     rows = []
     for kind in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
         for item in sorted(kind.iterdir()):
+            if item.name == "hashes.json":          # the stores' memo of file hashes, not an entry
+                continue
             size = folder_size(item) if item.is_dir() else item.stat().st_size
             rows.append({"kind": kind.name, "name": item.name, "bytes": size, "path": str(item)})
     return rows

@@ -6,32 +6,52 @@ import ctypes
 import os
 import sys
 
-M_MMAP_THRESHOLD = -3
-STEADY_THRESHOLD = 4 << 20
+
+class MemoryGuard:
+    """Hands freed heap memory back to the system when the process has grown by ``slack`` since
+    it last did (glibc's ``malloc_trim``; True from ``check`` where it trimmed).
+
+    glibc raises its mmap threshold each time a large block is freed, after which the
+    activations of variable-length batches are carved from the heap and fragment it: kim_cnn on
+    IMDB-length reviews grew from 1.4 to 3.5 GB over 600 steps. A fixed low threshold stops that
+    but maps every activation on its own (twice the step time, measured); trimming only when
+    memory has grown costs a few milliseconds now and then (see benchmarks/scale.py)."""
+
+    def __init__(self, slack: float = 0.10):
+        self.slack, self.level = slack, None
+        self.trim = _malloc_trim()
+
+    def check(self) -> bool:
+        if self.trim is None:
+            return False
+        now = resident_mb()
+        if self.level is None or now <= self.level * (1 + self.slack):
+            self.level = now if self.level is None else self.level
+            return False
+        self.trim(0)
+        self.level = resident_mb()
+        return True
 
 
-def steady_allocator() -> bool:
-    """Fix glibc's mmap threshold (True where it was set).
-
-    glibc raises the threshold each time a large block is freed, after which the activations of
-    variable-length batches are carved from the heap and fragment it: kim_cnn on IMDB-length
-    reviews grew from 1.4 to 3.5 GB over 600 steps. With a fixed threshold every block this large
-    is mapped on its own and handed back to the system when freed (see benchmarks/scale.py)."""
+def _malloc_trim():
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
-        return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, STEADY_THRESHOLD))
+        return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):          # not glibc (musl): its allocator returns memory itself
-        return False
+        return None
+
+
+def resident_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+    except OSError:
+        return 0.0
 
 
 def memory_mb() -> dict:
     """Resident memory now (Linux) and at the peak, in MB."""
     import resource
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1024 if sys.platform != "darwin" else 1024 ** 2)
-    try:
-        with open("/proc/self/statm") as f:
-            now = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
-    except OSError:
-        now = peak
-    return {"rss_mb": round(now, 1), "peak_rss_mb": round(peak, 1)}
+    return {"rss_mb": round(resident_mb() or peak, 1), "peak_rss_mb": round(peak, 1)}

@@ -123,12 +123,14 @@ class Pipeline:
     def predict_stream(self, inputs, batch_size: int = 64, chunk: int = 8192):
         """Decisions for an iterable of inputs of any length, in order, ``chunk`` inputs at a time:
         memory holds one chunk, whatever the length of the stream."""
-        start, pending = 0, []
+        from .memory import MemoryGuard
+        start, pending, guard = 0, [], MemoryGuard()
         for x in inputs:
             pending.append(x)
             if len(pending) == chunk:
                 yield from self.predict(pending, batch_size, start)
                 start, pending = start + chunk, []
+                guard.check()
         if pending:
             yield from self.predict(pending, batch_size, start)
 

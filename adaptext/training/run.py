@@ -27,7 +27,7 @@ from ..data.store import StoredSplit
 from ..data.text import LabelMap, Vocab
 from ..registry import count_parameters, get_entry
 from ..runs import metrics as M
-from ..runs.memory import memory_mb, steady_allocator
+from ..runs.memory import MemoryGuard, memory_mb
 from ..runs.files import read_json, save_weights, write_atomic, write_csv, write_jsonl
 from ..runs.options import PATH_KEYS, RESUME_MAY_CHANGE, check_new_run, resolve
 from ..runs.pipeline import collator, gold, predict_probs, tag
@@ -216,6 +216,7 @@ def callbacks(cfg: dict, out: Path, batches_per_epoch: int) -> list:
              EarlyStopping("dev_score", mode="max", patience=cfg["patience"], check_on_train_epoch_end=False)]
     if cfg["checkpoint_every"]:
         found.append(StepCheckpoint(ckpt_dir / "last.ckpt", cfg["checkpoint_every"]))
+    found.append(Trim())
     if cfg["log_every"]:
         found.append(StepLog(out / "steps.csv", cfg["log_every"]))
     if cfg["progress"]:
@@ -296,7 +297,6 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
     import lightning as L
     quiet_engine()
     started = time.perf_counter()
-    steady_allocator()
     L.seed_everything(cfg["seed"], workers=True, verbose=False)
     if cfg["threads"]:
         torch.set_num_threads(cfg["threads"])
@@ -335,6 +335,16 @@ class StepCheckpoint(Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if (batch_idx + 1) % self.every == 0 and batch_idx + 1 < trainer.num_training_batches:
             trainer.save_checkpoint(self.path)
+
+
+class Trim(Callback):
+    """Keeps the process's memory from creeping up over the steps (see ``MemoryGuard``)."""
+
+    def __init__(self):
+        self.guard = MemoryGuard()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.guard.check()
 
 
 class StepLog(Callback):
