@@ -7,10 +7,17 @@ GET /health, GET /info (model, task, labels, metrics), POST /predict with ``{"in
 (strings, or objects ``{"text", "pair"}`` / ``{"text", "contexts"}`` for pair / context models)
 answers ``{"predictions": [{"label", "probs", ...}]}``. A body that is not UTF-8 JSON of that
 shape, too many or too long inputs, or a body over ``MAX_BODY`` bytes answers 422 with the
-problem. The model runs in a worker thread, so the event loop keeps answering.
+problem.
+
+Concurrent requests are batched together, as inference servers do: a request's inputs are read
+(parsed, checked, tagged) in a thread of their own, then wait at most ``MAX_WAIT`` seconds for
+other requests' inputs to join them, up to ``MAX_BATCH`` inputs, and the model reads them in one
+call, in a single worker thread off the event loop. A malformed input fails its own request only.
 """
 
+import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .data.errors import MissingResource, UsageError
@@ -18,6 +25,55 @@ from .data.errors import MissingResource, UsageError
 MAX_INPUTS = 1000
 MAX_CHARS = 100_000      # per input: a longer text is refused before it is tokenised
 MAX_BODY = 10 * 2 ** 20  # bytes of one request: the whole body is capped, not only each text
+MAX_BATCH = 256          # inputs the model reads in one call
+MAX_WAIT = 0.004         # seconds a request waits for others to join its batch
+
+
+class DynamicBatcher:
+    """Joins the inputs of concurrent requests into one model call. ``predict(examples)`` runs
+    in one worker thread; ``submit(examples)`` answers with the decisions of those examples."""
+
+    def __init__(self, predict, max_batch: int = MAX_BATCH, max_wait: float = MAX_WAIT):
+        self.predict, self.max_batch, self.max_wait = predict, max_batch, max_wait
+        self.worker = ThreadPoolExecutor(1, thread_name_prefix="adaptext-model")
+        self.loop = self.queue = self.task = None
+
+    async def submit(self, examples: list) -> list:
+        loop = asyncio.get_running_loop()
+        if loop is not self.loop:            # started with the loop that serves (a test client's may change)
+            self.loop, self.queue = loop, asyncio.Queue()
+            self.task = loop.create_task(self._run())
+        future = loop.create_future()
+        await self.queue.put((examples, future))
+        return await future
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            waiting = [await self.queue.get()]
+            size, deadline = len(waiting[0][0]), loop.time() + self.max_wait
+            while size < self.max_batch and (left := deadline - loop.time()) > 0:
+                try:
+                    waiting.append(await asyncio.wait_for(self.queue.get(), left))
+                except asyncio.TimeoutError:
+                    break
+                size += len(waiting[-1][0])
+            await self._answer(loop, waiting)
+
+    async def _answer(self, loop, waiting: list) -> None:
+        inputs = [x for examples, _ in waiting for x in examples]
+        try:
+            decisions = await loop.run_in_executor(self.worker, self.predict, inputs)
+        except Exception as e:               # answered to every request of the batch, never lost
+            for _, future in waiting:
+                if not future.done():
+                    future.set_exception(e)
+            return
+        start = 0
+        for examples, future in waiting:
+            if not future.done():            # a client that went away
+                future.set_result(decisions[start:start + len(examples)])
+            start += len(examples)
 
 
 def create_app(run_dir, device: str = "cpu"):
@@ -33,6 +89,7 @@ def create_app(run_dir, device: str = "cpu"):
     metrics_path = Path(run_dir) / "metrics.json"
     metrics = read_json(metrics_path) if metrics_path.is_file() else {}
     data = Path(clf.config["data"]).name if clf.config.get("data") else "trec-demo"   # no paths of the host
+    batcher = DynamicBatcher(clf.predict)
     app = FastAPI(title="adaptext", description=f"{clf.config['model']} trained on {data}")
 
     @app.get("/health")
@@ -49,7 +106,8 @@ def create_app(run_dir, device: str = "cpu"):
     async def predict(request: Request):
         try:
             inputs = checked_inputs(await read_body(request))
-            return {"predictions": await run_in_threadpool(clf.predict, inputs)}
+            examples = await run_in_threadpool(clf.as_examples, inputs)
+            return {"predictions": await batcher.submit(examples)}
         except (UsageError, TypeError) as e:
             raise HTTPException(422, str(e)) from None
 
@@ -104,4 +162,4 @@ def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu
         import uvicorn
     except ImportError as e:
         raise MissingResource("serving needs uvicorn: pip install 'adaptext[serve]'") from e
-    uvicorn.run(create_app(run_dir, device), host=host, port=port)
+    uvicorn.run(create_app(run_dir, device), host=host, port=port, log_level="warning")

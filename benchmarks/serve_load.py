@@ -1,0 +1,135 @@
+"""A bounded load on `adaptext serve` over loopback: N concurrent clients (keep-alive HTTP/1.1)
+each send requests of K short texts until a fixed number of requests or a time limit; reports
+requests/s, texts/s, p50 / p99 latency and the status codes, beside the same run's offline
+`predict` throughput (batches of 64, measured first, before the server starts).
+
+    python benchmarks/serve_load.py RUN_DIR --clients 8 --requests 4000 --texts 4 --time-limit 60
+
+Used by benchmarks/scale.py; on its own it prints the rows as JSON."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXTS = ROOT / "adaptext" / "resources" / "trec" / "test.txt.gz"
+
+
+def short_texts() -> list[str]:
+    from adaptext.data.readers import read_trec_raw
+    return [ex.text for ex in read_trec_raw(TEXTS)]
+
+
+def offline_texts_per_s(run_dir, texts: list[str], batch_size: int = 64, repeat: int = 20) -> float:
+    """The run's own `predict` throughput in batches of ``batch_size`` (the warm-up pass not counted)."""
+    import adaptext
+    clf = adaptext.load(run_dir)
+    clf.predict(texts[:batch_size * 2], batch_size)
+    started = time.perf_counter()
+    for _ in range(repeat):
+        clf.predict(texts, batch_size)
+    return repeat * len(texts) / (time.perf_counter() - started)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(run_dir, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "adaptext.cli", "serve", str(run_dir), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise SystemExit(f"the server stopped: {proc.stderr.read().decode()[-2000:]}")
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("the server did not answer /health within 60 s")
+
+
+async def _client(port: int, bodies: list[bytes], budget: dict, out: list) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    k = 0
+    try:
+        while budget["left"] > 0 and time.perf_counter() < budget["until"]:
+            budget["left"] -= 1
+            body = bodies[k % len(bodies)]
+            k += 1
+            started = time.perf_counter()
+            writer.write(b"POST /predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = int(head.split(b" ", 2)[1])
+            length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))
+            await reader.readexactly(length)
+            out.append((time.perf_counter() - started, status))
+    finally:
+        writer.close()
+
+
+async def _load(port: int, clients: int, requests: int, texts_per_request: int, time_limit: float,
+                texts: list[str]) -> tuple[list, float]:
+    bodies = [json.dumps({"inputs": texts[i:i + texts_per_request]}).encode()
+              for i in range(0, len(texts) - texts_per_request, texts_per_request)]
+    budget = {"left": requests, "until": time.perf_counter() + time_limit}
+    out: list = []
+    started = time.perf_counter()
+    await asyncio.gather(*(_client(port, bodies[c::clients], budget, out) for c in range(clients)))
+    return out, time.perf_counter() - started
+
+
+def measure(run_dir, clients: int = 8, requests: int = 4000, texts_per_request: int = 4,
+            time_limit: float = 60.0, warmup: int = 200) -> dict:
+    texts = short_texts()
+    offline = offline_texts_per_s(run_dir, texts)
+    port = free_port()
+    server = start_server(run_dir, port)
+    try:
+        asyncio.run(_load(port, clients, warmup, texts_per_request, time_limit, texts))
+        results, seconds = asyncio.run(_load(port, clients, requests, texts_per_request, time_limit, texts))
+    finally:
+        server.terminate()
+        server.wait(10)
+    latency = np.asarray([r[0] for r in results]) * 1000
+    statuses: dict = {}
+    for _, s in results:
+        statuses[str(s)] = statuses.get(str(s), 0) + 1
+    n = len(results)
+    return {"clients": clients, "texts_per_request": texts_per_request, "requests": n, "seconds": round(seconds, 2),
+            "requests_per_s": round(n / seconds, 1), "texts_per_s": round(n * texts_per_request / seconds, 1),
+            "p50_ms": round(float(np.percentile(latency, 50)), 1), "p99_ms": round(float(np.percentile(latency, 99)), 1),
+            "statuses": statuses, "offline_texts_per_s": round(offline, 1),
+            "ratio_to_offline": round(n * texts_per_request / seconds / offline, 3)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run_dir")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=4000)
+    ap.add_argument("--texts", type=int, default=4, help="texts per request")
+    ap.add_argument("--time-limit", type=float, default=60.0, help="seconds, at most")
+    a = ap.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "2")
+    print(json.dumps(measure(a.run_dir, a.clients, a.requests, a.texts, a.time_limit), indent=1))
+
+
+if __name__ == "__main__":
+    main()
