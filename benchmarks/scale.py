@@ -1,6 +1,6 @@
 """Scale: training and predicting on a corpus larger than this machine would hold as Python
 objects, and serving concurrent load. Every figure is measured on the processes themselves
-(resident memory summed over a process and its children, sampled every 0.2 s).
+(memory: proportional set size summed over a process and its children, sampled every 0.2 s).
 
     python benchmarks/scale.py                       # 2,000,000 reviews, about 2.7 GB
     python benchmarks/scale.py --copies 4 --quick    # a check that the script runs
@@ -55,25 +55,29 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
-def _rss_mb(pids: list[int]) -> float:
+def _memory_mb(pids: list[int]) -> float:
+    """Proportional set size summed over ``pids``: a page shared by a parent and its forked
+    workers counts once in all, not once in each."""
     total = 0
     for p in pids:
         try:
-            total += int(Path(f"/proc/{p}/statm").read_text().split()[1])
-        except (OSError, IndexError):
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except (OSError, IndexError, ValueError):
             pass
-    return total * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+    return total / 1024
 
 
 def run_measured(cmd: list, env: dict, until=None, limit: float = 3600, stdout=subprocess.PIPE) -> dict:
     """Run ``cmd``; sample its memory until it ends, ``until()`` says stop (it is then killed) or
-    ``limit`` seconds pass. seconds, peak and samples [(second, MB)] of resident memory."""
+    ``limit`` seconds pass. seconds, peak and samples [(second, MB)] of memory."""
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True)
     peak, samples, stopped = 0.0, [], None
     while proc.poll() is None:
         now = time.perf_counter() - started
-        mb = _rss_mb(_tree(proc.pid))
+        mb = _memory_mb(_tree(proc.pid))
         peak = max(peak, mb)
         samples.append((round(now, 1), round(mb, 1)))
         if (until and until()) or now > limit:
@@ -252,9 +256,10 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)                # the corpus and its stores
     notes = (f"Corpus: IMDB train x {a.copies} ({a.copies * 25_000:,} reviews), each line unique by a '(copy k)' "
-             "suffix; dev and test: 2,500 IMDB test reviews each. Memory: resident set summed over the process and "
-             "its children (the encoding workers share pages with their parent, so the sum overstates), sampled "
-             f"every 0.2 s. predict is stopped after {a.predict_seconds:.0f} s: texts_predicted says how far it got."
+             "suffix; dev and test: 2,500 IMDB test reviews each. Memory (peak_memory_mb): proportional set size "
+             "summed over the process and its children (pages shared with forked encoding workers count once), "
+             "sampled every 0.2 s; rss_mb_step_N: the training process's own resident memory from its steps.csv. "
+             f"predict is stopped after {a.predict_seconds:.0f} s: texts_predicted says how far it got."
              + common.quick_note(a.quick))
     print(common.write("scale", rows, notes, a.out).with_suffix(".md").read_text())
 

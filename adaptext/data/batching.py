@@ -379,11 +379,15 @@ class BatchLoader:
     Under data parallelism each rank takes every ``world``-th batch. ``resume(epoch,
     done)`` makes the next pass be epoch ``epoch`` starting after ``done`` batches, which
     is how a run killed mid-epoch continues exactly where it stopped.
+
+    Evaluation batches (not shuffled) also hold at most ``max_tokens`` padded positions: a batch
+    of 2,000-token reviews is cut smaller, so memory (a convolution's unfolded input grows with
+    batch x length x filter width) does not peak with the longest texts of a corpus.
     """
 
     def __init__(self, items, batch_size: int, collate: Collator, shuffle: bool = False, bucket: int = 50,
-                 seed: int = 0, rank: int = 0, world: int = 1):
-        self.items, self.batch_size, self.collate = items, batch_size, collate
+                 seed: int = 0, rank: int = 0, world: int = 1, max_tokens: int = 32768):
+        self.items, self.batch_size, self.collate, self.max_tokens = items, batch_size, collate, max_tokens
         self.shuffle, self.bucket, self.seed = shuffle, bucket, seed
         self.rank, self.world = rank, world
         self.epoch, self._skip = 0, 0
@@ -413,14 +417,237 @@ class BatchLoader:
         else:
             # evaluation: sorted by length for little padding; order restored by Batch.index
             idx.sort(key=lengths.__getitem__)
-            batches = [idx[s:s + bs] for s in range(0, n, bs)]
+            batches = self._within_budget(idx)
         if self.world > 1:
             per = math.ceil(len(batches) / self.world)
             batches = batches + batches[: per * self.world - len(batches)]  # equal count on every rank
             batches = batches[self.rank::self.world]
         return batches
 
+    def _within_budget(self, idx: list) -> list[list[int]]:
+        """``idx`` (sorted by length) cut into batches of at most ``batch_size`` items and
+        ``max_tokens`` padded positions (a text longer than that is a batch of its own)."""
+        batches, batch, lengths = [], [], self.lengths
+        for i in idx:
+            if batch and (len(batch) == self.batch_size or (len(batch) + 1) * lengths[i] > self.max_tokens):
+                batches.append(batch)
+                batch = []
+            batch.append(i)
+        return batches + [batch] if batch else batches
+
     def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, k: int) -> Item:
+        row = int(self.rows[k])
+        item = Item(index=int(self.positions[k]), label=self._label(row))
+        texts = [self._ids(t) for t in self.store.texts(row)]
+        item.text = texts[0][0]
+        if self.kind == "pair":
+            item.pair = texts[1][0]
+        elif self.kind == "contexts":
+            item.contexts = [t for t, _ in texts[1:]]
+        item.truncated = any(cut for _, cut in texts)
+        return item
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def _ids(self, ids: np.ndarray) -> tuple[np.ndarray, bool]:
+        cut = bool(self.max_length) and len(ids) > self.max_length
+        return self.vocab_map[ids[: self.max_length] if cut else ids], cut
+
+    def _label(self, row: int):
+        if self.label_map is None or self.store.label_kinds[row] == 0:
+            return None
+        ids = self.label_map[self.store.example_labels(row)]
+        return ids.tolist() if self.multilabel else int(ids[0])
+
+    def lengths(self) -> np.ndarray:
+        """Each item's length as ``Item.length`` counts it (text, plus the pair), after the cut."""
+        cut = (lambda n: np.minimum(n, self.max_length)) if self.max_length else (lambda n: n)
+        n = cut(self.store.text_lengths(self.rows))
+        return n + cut(self.store.text_lengths(self.rows, 1)) if self.kind == "pair" else n
+
+    def labels(self) -> list:
+        return [self._label(int(r)) for r in self.rows]
+
+    def indices(self) -> list:
+        return self.positions.tolist()
+
+    @property
+    def truncated(self) -> int:
+        """How many items have a text cut at ``max_length``."""
+        if not self.max_length:
+            return 0
+        lengths, owner = self.store.segment_lengths(self.rows)
+        return int(np.unique(owner[lengths > self.max_length]).size)
+
+
+def item_lengths(items) -> list:
+    return items.lengths().tolist() if hasattr(items, "lengths") else [it.length() for it in items]
+
+
+def item_labels(items) -> list:
+    return items.labels() if hasattr(items, "labels") else [it.label for it in items]
+
+
+def item_indices(items) -> list:
+    return items.indices() if hasattr(items, "indices") else [it.index for it in items]
+
+
+def split_where(where: str):
+    """"path:line[#...]" -> (path, line)."""
+    base = where.split("#", 1)[0]
+    path, _, line = base.rpartition(":")
+    if path and line.isdigit():
+        return path, int(line)
+    return (base or "<input>"), None
+
+
+# ------------------------------------------------------------------ collate
+def _pad(seqs, min_len: int = 1, fixed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+    if fixed:
+        lengths = np.minimum(lengths, fixed)
+    width = fixed or max(int(lengths.max(initial=0)), min_len)
+    out = np.zeros((len(seqs), width), dtype=np.int64)
+    for r, s in enumerate(seqs):
+        n = lengths[r]
+        out[r, :n] = s[:n]
+    return torch.from_numpy(out), torch.from_numpy(lengths)
+
+
+def _tree_batch(trees: list[EncodedTree]) -> TreeBatch:
+    sizes = [len(t.words) for t in trees]
+    offsets = np.cumsum([0] + sizes[:-1])
+    cat = lambda name: np.concatenate([getattr(t, name) for t in trees])
+    left, right = cat("left"), cat("right")
+    shift = np.repeat(offsets, sizes)
+    left = np.where(left >= 0, left + shift, -1)
+    right = np.where(right >= 0, right + shift, -1)
+    heights = cat("heights")
+    order = np.argsort(heights, kind="stable")
+    bounds = np.searchsorted(heights[order], np.arange(heights.max() + 2))
+    levels = [torch.from_numpy(order[bounds[h]:bounds[h + 1]].copy()) for h in range(heights.max() + 1)]
+    roots = offsets + np.asarray(sizes) - 1
+    return TreeBatch(torch.from_numpy(cat("words")), torch.from_numpy(cat("tags")), torch.from_numpy(left),
+                     torch.from_numpy(right), levels, torch.from_numpy(roots),
+                     torch.from_numpy(cat("labels")), torch.from_numpy(np.repeat(np.arange(len(trees)), sizes)))
+
+
+@dataclass
+class Collator:
+    """Pads to the longest text of the batch, at least ``min_length`` (so the widest filter
+    fits), or exactly ``fixed_length`` (models that need one length)."""
+    num_classes: int
+    multilabel: bool = False
+    min_length: int = 1
+    fixed_length: int = 0
+
+    def __call__(self, items: list[Item]) -> Batch:
+        b = Batch(index=torch.tensor([it.index for it in items], dtype=torch.int64))
+        if items[0].soft is not None:                 # distillation: unlabelled transfer texts are -100
+            b.soft = torch.from_numpy(np.stack([it.soft for it in items]).astype(np.float32))
+            b.labels = torch.tensor([-100 if it.label is None else it.label for it in items], dtype=torch.int64)
+        elif items[0].label is not None:
+            if self.multilabel:
+                y = torch.zeros(len(items), self.num_classes)
+                for r, it in enumerate(items):
+                    y[r, it.label] = 1.0
+                b.labels = y
+            else:
+                b.labels = torch.tensor([it.label for it in items], dtype=torch.int64)
+        first = items[0]
+        if first.text is not None:
+            b.text, b.lengths = _pad([it.text for it in items], self.min_length, self.fixed_length)
+        if first.pair is not None:
+            b.pair, b.pair_lengths = _pad([it.pair for it in items], self.min_length, self.fixed_length)
+        if first.contexts is not None:
+            k = max(len(it.contexts) for it in items)
+            flat = [c for it in items for c in it.contexts + [np.zeros(0, np.int64)] * (k - len(it.contexts))]
+            ctx, lens = _pad(flat, self.min_length, self.fixed_length)
+            b.contexts = ctx.view(len(items), k, -1)
+            b.context_lengths = lens.view(len(items), k)
+        if first.tree is not None:
+            b.tree = _tree_batch([it.tree for it in items])
+        if first.pair_tree is not None:
+            b.pair_tree = _tree_batch([it.pair_tree for it in items])
+        return b
+
+
+# ------------------------------------------------------------------ loader
+class BatchLoader:
+    """An iterable of collated batches, one pass per epoch.
+
+    The order of an epoch is a pure function of (seed, epoch): shuffled, then sorted by
+    length inside pools of ``bucket`` batches to cut padding, then the batches shuffled.
+    Under data parallelism each rank takes every ``world``-th batch. ``resume(epoch,
+    done)`` makes the next pass be epoch ``epoch`` starting after ``done`` batches, which
+    is how a run killed mid-epoch continues exactly where it stopped.
+
+    Evaluation batches (not shuffled) also hold at most ``max_tokens`` padded positions: a batch
+    of 2,000-token reviews is cut smaller, so memory (a convolution's unfolded input grows with
+    batch x length x filter width) does not peak with the longest texts of a corpus.
+    """
+
+    def __init__(self, items, batch_size: int, collate: Collator, shuffle: bool = False, bucket: int = 50,
+                 seed: int = 0, rank: int = 0, world: int = 1, max_tokens: int = 32768):
+        self.items, self.batch_size, self.collate, self.max_tokens = items, batch_size, collate, max_tokens
+        self.shuffle, self.bucket, self.seed = shuffle, bucket, seed
+        self.rank, self.world = rank, world
+        self.epoch, self._skip = 0, 0
+        self._lengths = None
+
+    @property
+    def lengths(self) -> list:
+        if self._lengths is None:
+            self._lengths = item_lengths(self.items)
+        return self._lengths
+
+    def set_distributed(self, rank: int, world: int) -> None:
+        self.rank, self.world = rank, world
+
+    def _batches(self, epoch: int) -> list[list[int]]:
+        n, bs, lengths = len(self.items), self.batch_size, self.lengths
+        idx = list(range(n))
+        if self.shuffle:
+            rng = random.Random(self.seed * 1_000_003 + epoch)
+            rng.shuffle(idx)
+            if self.bucket > 1:
+                pool = bs * self.bucket
+                idx = [i for s in range(0, n, pool)
+                       for i in sorted(idx[s:s + pool], key=lengths.__getitem__)]
+            batches = [idx[s:s + bs] for s in range(0, n, bs)]
+            rng.shuffle(batches)
+        else:
+            # evaluation: sorted by length for little padding; order restored by Batch.index
+            idx.sort(key=lengths.__getitem__)
+            batches = self._within_budget(idx)
+        if self.world > 1:
+            per = math.ceil(len(batches) / self.world)
+            batches = batches + batches[: per * self.world - len(batches)]  # equal count on every rank
+            batches = batches[self.rank::self.world]
+        return batches
+
+    def _within_budget(self, idx: list) -> list[list[int]]:
+        """Consecutive runs of ``idx`` (sorted by length) of at most ``batch_size`` items and
+        ``max_tokens`` padded positions (never fewer than one item)."""
+        batches, start, lengths = [], 0, self.lengths
+        while start < len(idx):
+            end = min(start + self.batch_size, len(idx))
+            while end - start > 1 and (end - start) * max(lengths[idx[end - 1]], 1) > self.max_tokens:
+                end = start + max(1, self.max_tokens // max(lengths[idx[end - 1]], 1))
+                end = min(end, start + self.batch_size)
+                if (end - start) * max(lengths[idx[end - 1]], 1) <= self.max_tokens:
+                    break
+            batches.append(idx[start:end])
+            start = end
+        return batches
+
+    def __len__(self) -> int:
+        if not self.shuffle:
+            return len(self._batches(0))
         return math.ceil(math.ceil(len(self.items) / self.batch_size) / self.world)
 
     def resume(self, epoch: int, done: int) -> None:

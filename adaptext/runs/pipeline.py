@@ -13,6 +13,7 @@ from ..data.batching import Batch, BatchLoader, Collator, Encoder, item_indices,
 from ..data.errors import BadLines
 from ..registry import TextClassifier, get_entry
 from .inputs import InputReader, as_input_list
+from .memory import MemoryGuard
 from .metrics import decide
 from .spec import RunSpec
 
@@ -41,10 +42,11 @@ def model_outputs(model, items, collate: Collator, transform, batch_size: int = 
     model.eval()
     out = np.zeros((len(items), collate.num_classes), dtype=np.float32)
     pos = {index: k for k, index in enumerate(item_indices(items))}
-    device = next(model.parameters()).device
+    device, guard = next(model.parameters()).device, MemoryGuard()
     for batch in BatchLoader(items, batch_size, collate):
         batch = to_device(batch, device)
         out[[pos[int(i)] for i in batch.index]] = transform(logits_of(model(batch))).float().cpu().numpy()
+        guard.check()             # batches of every length fragment the heap: 3 GB for 8k reviews untrimmed
     return out
 
 
@@ -123,14 +125,12 @@ class Pipeline:
     def predict_stream(self, inputs, batch_size: int = 64, chunk: int = 8192):
         """Decisions for an iterable of inputs of any length, in order, ``chunk`` inputs at a time:
         memory holds one chunk, whatever the length of the stream."""
-        from .memory import MemoryGuard
-        start, pending, guard = 0, [], MemoryGuard()
+        start, pending = 0, []
         for x in inputs:
             pending.append(x)
             if len(pending) == chunk:
                 yield from self.predict(pending, batch_size, start)
                 start, pending = start + chunk, []
-                guard.check()
         if pending:
             yield from self.predict(pending, batch_size, start)
 
