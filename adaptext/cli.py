@@ -235,9 +235,13 @@ def cmd_serve(argv) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=positive_int, default=1,
+                   help="torch threads of the model in each process (default 1)")
+    p.add_argument("--workers", type=positive_int, default=1,
+                   help="server processes sharing the port, each with the model (e.g. one per core)")
     a = p.parse_args(argv)
     from .serve import serve
-    serve(a.run_dir, a.host, a.port, a.device)
+    serve(a.run_dir, a.host, a.port, a.device, a.threads, a.workers)
     return 0
 
 

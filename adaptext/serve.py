@@ -17,6 +17,7 @@ call, in a single worker thread off the event loop. A malformed input fails its 
 
 import asyncio
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -26,7 +27,7 @@ MAX_INPUTS = 1000
 MAX_CHARS = 100_000      # per input: a longer text is refused before it is tokenised
 MAX_BODY = 10 * 2 ** 20  # bytes of one request: the whole body is capped, not only each text
 MAX_BATCH = 256          # inputs the model reads in one call
-MAX_WAIT = 0.004         # seconds a request waits for others to join its batch
+MAX_WAIT = 0.002         # seconds, at most, an idle model waits for requests on their way
 
 
 class DynamicBatcher:
@@ -37,6 +38,7 @@ class DynamicBatcher:
         self.predict, self.max_batch, self.max_wait = predict, max_batch, max_wait
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="adaptext-model")
         self.loop = self.queue = self.task = None
+        self.calls = self.inputs = 0             # model calls and the inputs they read (see /info)
 
     async def submit(self, examples: list) -> list:
         loop = asyncio.get_running_loop()
@@ -48,20 +50,25 @@ class DynamicBatcher:
         return await future
 
     async def _run(self) -> None:
+        """Continuous batching: while the model reads one batch, the requests that arrive queue up
+        and form the next; an idle model starts at once, after one turn of the event loop (and at
+        most ``max_wait``) for requests already on their way."""
         loop = asyncio.get_running_loop()
         while True:
             waiting = [await self.queue.get()]
             size, deadline = len(waiting[0][0]), loop.time() + self.max_wait
-            while size < self.max_batch and (left := deadline - loop.time()) > 0:
-                try:
-                    waiting.append(await asyncio.wait_for(self.queue.get(), left))
-                except asyncio.TimeoutError:
-                    break
+            while size < self.max_batch and loop.time() < deadline:
+                if self.queue.empty():
+                    await asyncio.sleep(0)
+                    if self.queue.empty():
+                        break
+                waiting.append(self.queue.get_nowait())
                 size += len(waiting[-1][0])
             await self._answer(loop, waiting)
 
     async def _answer(self, loop, waiting: list) -> None:
         inputs = [x for examples, _ in waiting for x in examples]
+        self.calls, self.inputs = self.calls + 1, self.inputs + len(inputs)
         try:
             decisions = await loop.run_in_executor(self.worker, self.predict, inputs)
         except Exception as e:               # answered to every request of the batch, never lost
@@ -78,7 +85,7 @@ class DynamicBatcher:
 
 def create_app(run_dir, device: str = "cpu"):
     try:
-        from fastapi import FastAPI, HTTPException, Request
+        from fastapi import FastAPI, HTTPException, Request, Response
         from starlette.concurrency import run_in_threadpool
     except ImportError as e:  # pragma: no cover - depends on the optional extra
         raise MissingResource("serving needs FastAPI: pip install 'adaptext[serve]'") from e
@@ -90,6 +97,7 @@ def create_app(run_dir, device: str = "cpu"):
     metrics = read_json(metrics_path) if metrics_path.is_file() else {}
     data = Path(clf.config["data"]).name if clf.config.get("data") else "trec-demo"   # no paths of the host
     batcher = DynamicBatcher(clf.predict)
+    read_apart = clf.entry.needs_tags            # tagging takes a while: off the event loop
     app = FastAPI(title="adaptext", description=f"{clf.config['model']} trained on {data}")
 
     @app.get("/health")
@@ -100,16 +108,19 @@ def create_app(run_dir, device: str = "cpu"):
     def info():
         return {"model": clf.config["model"], "task": clf.kind, "labels": clf.labels.labels,
                 "multilabel": clf.labels.multilabel, "data": data,
-                "test": {k: metrics.get("test", {}).get(k) for k in ("accuracy", "macro_f1", "micro_f1")}}
+                "test": {k: metrics.get("test", {}).get(k) for k in ("accuracy", "macro_f1", "micro_f1")},
+                "batching": {"model_calls": batcher.calls, "inputs": batcher.inputs,
+                             "mean_batch": round(batcher.inputs / max(batcher.calls, 1), 2)}}
 
     @app.post("/predict")
     async def predict(request: Request):
         try:
             inputs = checked_inputs(await read_body(request))
-            examples = await run_in_threadpool(clf.as_examples, inputs)
-            return {"predictions": await batcher.submit(examples)}
+            examples = await run_in_threadpool(clf.as_examples, inputs) if read_apart else clf.as_examples(inputs)
+            predictions = await batcher.submit(examples)
         except (UsageError, TypeError) as e:
             raise HTTPException(422, str(e)) from None
+        return Response(json.dumps({"predictions": predictions}), media_type="application/json")
 
     return app
 
@@ -157,9 +168,27 @@ def _chars(x) -> int:
     return 0
 
 
-def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu") -> None:
+def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu", threads: int = 1,
+          workers: int = 1) -> None:
+    """``threads``: torch's threads per process; ``workers``: server processes, each with the model
+    and its own batcher, sharing the port (one process answers on one core: Python's lock holds
+    its event loop and its model's Python to one at a time)."""
     try:
         import uvicorn
     except ImportError as e:
         raise MissingResource("serving needs uvicorn: pip install 'adaptext[serve]'") from e
-    uvicorn.run(create_app(run_dir, device), host=host, port=port, log_level="warning")
+    os.environ.update(ADAPTEXT_SERVE_RUN=str(Path(run_dir).resolve()), ADAPTEXT_SERVE_DEVICE=device,
+                      ADAPTEXT_SERVE_THREADS=str(threads))
+    if workers == 1:
+        uvicorn.run(app_from_environment(), host=host, port=port, log_level="warning")
+    else:
+        create_app(run_dir, device)            # a damaged run is one error here, not one per worker
+        uvicorn.run("adaptext.serve:app_from_environment", factory=True, host=host, port=port, workers=workers,
+                    log_level="warning")
+
+
+def app_from_environment():
+    """The app of ``serve``'s run, made in each worker process."""
+    import torch
+    torch.set_num_threads(int(os.environ["ADAPTEXT_SERVE_THREADS"]))
+    return create_app(os.environ["ADAPTEXT_SERVE_RUN"], os.environ["ADAPTEXT_SERVE_DEVICE"])

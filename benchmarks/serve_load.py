@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -30,15 +29,19 @@ def short_texts() -> list[str]:
     return [ex.text for ex in read_trec_raw(TEXTS)]
 
 
-def offline_texts_per_s(run_dir, texts: list[str], batch_size: int = 64, repeat: int = 20) -> float:
-    """The run's own `predict` throughput in batches of ``batch_size`` (the warm-up pass not counted)."""
+def offline_texts_per_s(run_dir, texts: list[str], batch_size: int = 64, passes: int = 7) -> float:
+    """The run's own `predict` throughput in batches of ``batch_size``: the median of ``passes``
+    passes of 10 x the texts each (the warm-up pass not counted)."""
     import adaptext
     clf = adaptext.load(run_dir)
-    clf.predict(texts[:batch_size * 2], batch_size)
-    started = time.perf_counter()
-    for _ in range(repeat):
-        clf.predict(texts, batch_size)
-    return repeat * len(texts) / (time.perf_counter() - started)
+    clf.predict(texts, batch_size)
+    rates = []
+    for _ in range(passes):
+        started = time.perf_counter()
+        for _ in range(10):
+            clf.predict(texts, batch_size)
+        rates.append(10 * len(texts) / (time.perf_counter() - started))
+    return float(np.median(rates))
 
 
 def free_port() -> int:
@@ -47,8 +50,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(run_dir, port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "adaptext.cli", "serve", str(run_dir), "--port", str(port)],
+def start_server(run_dir, port: int, workers: int = 1) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "adaptext.cli", "serve", str(run_dir), "--port", str(port),
+                             "--workers", str(workers)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -96,11 +100,11 @@ async def _load(port: int, clients: int, requests: int, texts_per_request: int, 
 
 
 def measure(run_dir, clients: int = 8, requests: int = 4000, texts_per_request: int = 4,
-            time_limit: float = 60.0, warmup: int = 200) -> dict:
+            time_limit: float = 60.0, warmup: int = 1000, workers: int = 1) -> dict:
     texts = short_texts()
     offline = offline_texts_per_s(run_dir, texts)
     port = free_port()
-    server = start_server(run_dir, port)
+    server = start_server(run_dir, port, workers)
     try:
         asyncio.run(_load(port, clients, warmup, texts_per_request, time_limit, texts))
         results, seconds = asyncio.run(_load(port, clients, requests, texts_per_request, time_limit, texts))
@@ -112,7 +116,7 @@ def measure(run_dir, clients: int = 8, requests: int = 4000, texts_per_request: 
     for _, s in results:
         statuses[str(s)] = statuses.get(str(s), 0) + 1
     n = len(results)
-    return {"clients": clients, "texts_per_request": texts_per_request, "requests": n, "seconds": round(seconds, 2),
+    return {"clients": clients, "workers": workers, "texts_per_request": texts_per_request, "requests": n, "seconds": round(seconds, 2),
             "requests_per_s": round(n / seconds, 1), "texts_per_s": round(n * texts_per_request / seconds, 1),
             "p50_ms": round(float(np.percentile(latency, 50)), 1), "p99_ms": round(float(np.percentile(latency, 99)), 1),
             "statuses": statuses, "offline_texts_per_s": round(offline, 1),
@@ -126,9 +130,9 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=4000)
     ap.add_argument("--texts", type=int, default=4, help="texts per request")
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds, at most")
+    ap.add_argument("--workers", type=int, default=1, help="server processes")
     a = ap.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "2")
-    print(json.dumps(measure(a.run_dir, a.clients, a.requests, a.texts, a.time_limit), indent=1))
+    print(json.dumps(measure(a.run_dir, a.clients, a.requests, a.texts, a.time_limit, workers=a.workers), indent=1))
 
 
 if __name__ == "__main__":
