@@ -122,7 +122,7 @@ class Pipeline:
         return [self.decision(p, pred, it.truncated)
                 for p, pred, it in zip(probs, decide(probs, self.labels.multilabel, self.labels.threshold), items)]
 
-    def predict_stream(self, inputs, batch_size: int = 64, chunk: int = 8192):
+    def predict_stream(self, inputs, batch_size: int = 64, chunk: int = 2048):
         """Decisions for an iterable of inputs of any length, in order, ``chunk`` inputs at a time:
         memory holds one chunk, whatever the length of the stream."""
         start, pending = 0, []
