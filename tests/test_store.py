@@ -189,3 +189,14 @@ def test_training_memory_does_not_grow_over_steps(tmp_path):
     assert len(rows) >= 10
     first, last = float(rows[1]["rss_mb"]), float(rows[-1]["rss_mb"])
     assert last <= first * 1.10, [r["rss_mb"] for r in rows]
+
+
+def test_evaluate_scores_a_stored_file_as_training_did(questions, tmp_path, capsys):
+    train, test = questions
+    out = tmp_path / "run"
+    m = train_run({"data": str(train), "test": str(test), "out": str(out), **TINY})
+    capsys.readouterr()
+    assert main(["evaluate", str(out)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["accuracy"] == pytest.approx(m["test"]["accuracy"], abs=0.01)
+    assert again["confusion_matrix"] == m["test"]["confusion_matrix"]

@@ -14,23 +14,25 @@ from .splits import split_examples
 COLUMNS = ("text_col", "pair_col", "contexts_col", "label_col")
 
 
-def run_examples(clf, run_dir, split: str, data=None, data_dir=None, fmt=None, on_bad_line=None, columns=None):
+def run_examples(clf, run_dir, split: str, data=None, data_dir=None, fmt=None, on_bad_line=None, columns=None,
+                 stored: bool = False):
     """(examples, bad lines) of a split as the run in ``run_dir`` saw it: a fold-k directory
     reads its own fold, and bad lines are handled by the run's own setting unless
     ``on_bad_line`` says otherwise. ``columns``: the columns of a ``data`` file, where they
-    differ from the run's."""
+    differ from the run's. ``stored``: a text file is read into its token store (see splits)."""
     columns = {k: v for k, v in (columns or {}).items() if v}
     if columns and (not data or data in DATASETS):
         raise UsageError("--text-col / --pair-col / --contexts-col / --label-col name the columns of a --data file")
     fold = re.fullmatch(r"fold-(\d+)", Path(run_dir).resolve().name)
     return split_examples(dict(clf.config, **columns), split, data, data_dir, fmt,
-                          on_bad_line or clf.config.get("on_bad_line") or "error", int(fold.group(1)) if fold else None)
+                          on_bad_line or clf.config.get("on_bad_line") or "error", int(fold.group(1)) if fold else None,
+                          stored)
 
 
 def evaluate_run(clf, run_dir, split: str = "test", **where) -> dict:
     """The run's metrics on ``split`` (see ``run_examples`` for ``where``), with the number of
     bad lines skipped."""
-    examples, bad = run_examples(clf, run_dir, split, **where)
+    examples, bad = run_examples(clf, run_dir, split, **where, stored=True)
     items = clf.pipeline.labelled_items(examples, bad)
     probs = clf.pipeline.probabilities(items)
     labels = clf.labels

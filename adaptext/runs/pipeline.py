@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..data.batching import Batch, BatchLoader, Collator, Encoder, item_indices, item_labels
+from ..data.batching import Batch, BatchLoader, Collator, Encoder, StoredItems, item_indices, item_labels
+from ..data.store import StoredSplit
 from ..data.errors import BadLines
 from ..registry import TextClassifier, get_entry
 from .inputs import InputReader, as_input_list
@@ -107,7 +108,10 @@ class Pipeline:
                 it.text = np.asarray([1], dtype=np.int64)
         return items
 
-    def labelled_items(self, examples, bad: BadLines | None = None) -> list:
+    def labelled_items(self, examples, bad: BadLines | None = None):
+        """Items of labelled examples (a list, or a split of a token store) the run can score."""
+        if isinstance(examples, StoredSplit):
+            return StoredItems(examples, self.spec.vocab, self.labels, self.encoder.max_length, bad)
         return self.encoder.encode(tag(examples, self.spec.config), bad)
 
     def probabilities(self, items, batch_size: int = 256) -> np.ndarray:

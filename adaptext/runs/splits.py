@@ -2,6 +2,7 @@
 training, and again for ``evaluate`` and ``explain``, which must see a split as the run saw it."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ..data.datasets import DATASETS, holdout, load_files, load_named, take
@@ -21,8 +22,7 @@ def load_data(cfg: dict, stored: bool = False, log=print):
     data = cfg["data"] or DEMO
     if Path(data).exists() and not Path(data).is_dir():
         kw = {k: cfg[k] for k in READER_KEYS}
-        store = StoreOptions(make_tokenizer(cfg).config, cfg["workers"], cfg["progress"], log) \
-            if stored and uses_store(cfg, data) else None
+        store = store_options(cfg, log) if stored and uses_store(cfg, data) else None
         return load_files(data, cfg["dev"], cfg["test"], cfg["format"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"],
                           store, **kw)
     if cfg["dev"] or cfg["test"]:
@@ -32,12 +32,18 @@ def load_data(cfg: dict, stored: bool = False, log=print):
     return load_named(data, cfg["data_dir"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"])
 
 
+def store_options(cfg: dict, log=None) -> StoreOptions:
+    """How a run reads files into stores; what it says goes to stderr (stdout is the result's)."""
+    log = log or (lambda message: print(message, file=sys.stderr))
+    return StoreOptions(make_tokenizer(cfg).config, cfg.get("workers", 0), cfg.get("progress", False), log)
+
+
 def uses_store(cfg: dict, data: str) -> bool:
     """A training file goes through the token store unless the run needs its texts themselves:
     parses, the texts a distillation teacher reads, the trees a tag-guided model tags."""
-    if cfg["store"] == "off" or cfg["teacher"] or get_entry(cfg["model"]).needs_tags:
+    if cfg.get("store") == "off" or cfg.get("teacher") or get_entry(cfg["model"]).needs_tags:
         return False
-    return not file_format(data, cfg["format"], cfg["encoding"]).trees
+    return not file_format(data, cfg.get("format", "auto"), cfg.get("encoding")).trees
 
 
 def fold_splits(splits, fold: int) -> tuple:
@@ -49,25 +55,29 @@ def fold_splits(splits, fold: int) -> tuple:
 
 
 def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on_bad_line="error",
-                   fold: int | None = None):
+                   fold: int | None = None, stored: bool = False):
     """(examples, bad lines) of one split as a run saw it, for evaluate and explain.
 
     Without ``data``: the run's own data, re-read with its options, so ``--split test`` is the
     run's test file and a dev held out of train is the same 10% again (``fold``: fold k of a
     cross-validated run). With a named dataset: that dataset's split (a held-out dev recomputed).
-    With a file: that file, read with the run's column options (the file is the split)."""
+    With a file: that file, read with the run's column options (the file is the split).
+    ``stored``: a file of texts, pairs or contexts is read into its token store (a split of it)."""
     from ..data.readers import read_file
     if data and data not in DATASETS:
         if not Path(data).is_file():
             raise DataError(data, None, "a directory, not a file" if Path(data).is_dir() else "no such file")
-        bad = BadLines(on_bad_line)
-        return read_file(data, fmt or cfg.get("format", "auto"), bad, **{k: cfg.get(k) for k in READER_KEYS}), bad
+        bad, columns = BadLines(on_bad_line), {k: cfg.get(k) for k in READER_KEYS}
+        run = dict(cfg, format=fmt or cfg.get("format", "auto"))
+        if stored and uses_store(run, data):
+            return store_options(run).split(data, run["format"], bad, **columns), bad
+        return read_file(data, run["format"], bad, **columns), bad
     own = data is None
     run = dict(cfg, data=data or cfg.get("data"), on_bad_line=on_bad_line, format=fmt or cfg.get("format", "auto"),
                data_dir=data_dir or cfg.get("data_dir"))
     if not own:
         run.update(dev=None, test=None, cv=0)
-    splits = load_data(run)
+    splits = load_data(run, stored)
     if own and splits.folds and fold:
         train, dev, test = fold_splits(splits, fold)
         return {"train": train, "dev": dev, "test": test}[split], splits.bad
