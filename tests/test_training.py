@@ -309,15 +309,24 @@ def test_every_optimiser_learns(opt, lr, tmp_path):
 
 @pytest.mark.slow
 def test_ddp_two_cpu_processes(tmp_path):
+    """Two ranks train on disjoint batches of one token store (a CSV file is read into it once)."""
+    from conftest import bundled_examples
+    questions = bundled_examples("text", 1500)
+    for name, rows in (("train.csv", questions[:1000]), ("test.csv", questions[1000:])):
+        with open(tmp_path / name, "w", newline="") as f:
+            csv.writer(f).writerows([("text", "label")] + [(q.text, q.label) for q in rows])
+    data = {"data": str(tmp_path / "train.csv"), "test": str(tmp_path / "test.csv")}
     out = tmp_path / "ddp"
     r = subprocess.run([sys.executable, "-m", "adaptext.cli", "train", "--out", str(out), "--epochs", "1",
+                        "--data", data["data"], "--test", data["test"],
                         "--devices", "2", "--strategy", "ddp", "--accelerator", "cpu", "--filters", "8",
                         "--embed-dim", "16", "--no-progress"], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     m = json.loads((out / "metrics.json").read_text())
-    single = train_run({"out": str(tmp_path / "single"), "epochs": 1, "filters": 8, "embed_dim": 16, "progress": False})
+    single = train_run({"out": str(tmp_path / "single"), "epochs": 1, "filters": 8, "embed_dim": 16, "progress": False,
+                        **data})
     assert set(m) == set(single) and set(m["test"]) == set(single["test"])
-    assert m["test"]["n"] == 500 and m["info"]["train_examples"] == single["info"]["train_examples"]
+    assert m["test"]["n"] == 500 and m["info"]["train_examples"] == single["info"]["train_examples"] == 900
 
 
 def test_web_service_predicts_and_rejects_bad_input(demo_run):
