@@ -91,6 +91,53 @@ def cmd_distill(argv) -> int:
     return 0
 
 
+def cmd_sweep(argv) -> int:
+    """train a grid or a search of option values (Optuna), each trial a run; a killed sweep resumes"""
+    p = argparse.ArgumentParser(prog="adaptext sweep", description="Train one run per trial over a grid "
+                                "(--grid lr=1e-3,3e-3 filters=50,100) or a search (--search lr=log:1e-4:1e-2 "
+                                "dropout=0.2:0.6 filters=int:50:300 --trials 20 | --time 30m); any other option is "
+                                "a train option every trial shares (adaptext train --help). Writes trials.csv / .md "
+                                "/ .json, sweep.png and best.json into --out; rerun the command to resume.")
+    way = p.add_mutually_exclusive_group(required=True)
+    way.add_argument("--grid", nargs="+", metavar="NAME=V1,V2")
+    way.add_argument("--search", nargs="+", metavar="NAME=SPACE")
+    p.add_argument("--trials", type=positive_int, help="trials of a search, in all (finished ones count)")
+    p.add_argument("--time", type=duration, help="stop starting trials after this long (90s, 30m, 2h)")
+    p.add_argument("--retrain", type=positive_int, metavar="N", help="train the best options again with seeds 1..N")
+    p.add_argument("--out", required=True, help="the sweep's folder (its trials are run directories inside)")
+    a, rest = p.parse_known_args(argv)
+    model = next((rest[i + 1] for i, x in enumerate(rest[:-1]) if x == "--model"), "kim_cnn")
+    monitor = next((rest[i + 1] for i, x in enumerate(rest[:-1]) if x == "--monitor"), "accuracy")
+
+    def options(params: dict, run: str) -> dict:
+        flags = [f for k, v in params.items() for f in _flag(k, v)]
+        args = train_parser(model).parse_args([*rest, *flags, "--out", run, "--no-progress"])
+        return {k: v for k, v in vars(args).items() if k != "config" and v is not None}
+
+    from .training import sweep_run
+    found = sweep_run(a.grid or a.search, bool(a.search), options, a.out, a.trials, a.time,
+                      list(range(1, a.retrain + 1)) if a.retrain else None, monitor,
+                      log=lambda m: print(m, file=sys.stderr))
+    print_json(found)
+    return 0
+
+
+def _flag(name: str, value) -> list[str]:
+    flag = "--" + name.replace("_", "-")
+    if str(value).lower() in ("true", "false"):
+        return [flag] if str(value).lower() == "true" else ["--no-" + name.replace("_", "-")]
+    return [flag, str(value)]
+
+
+def duration(s: str) -> float:
+    """90, 90s, 30m, 2h -> seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        return float(s[:-1]) * units[s[-1]] if s and s[-1] in units else float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a duration (90s, 30m, 2h)") from None
+
+
 def summary(m: dict) -> dict:
     keep = ("accuracy", "macro_f1", "micro_f1", "example_f1", "accuracy_std", "macro_f1_std")
     out = {s: {k: v for k, v in m[s].items() if k in keep} for s in ("dev", "test") if s in m}
@@ -287,7 +334,7 @@ def cmd_cache(argv) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "distill": cmd_distill, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
+COMMANDS = {"train": cmd_train, "distill": cmd_distill, "sweep": cmd_sweep, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
             "datasets": cmd_datasets, "explain": cmd_explain, "serve": cmd_serve, "export": cmd_export,
             "cache": cmd_cache}
 USAGE = ("usage: adaptext {" + ",".join(COMMANDS) + "} ...\n\n"

@@ -254,7 +254,8 @@ def test_the_service_shows_the_training_file_by_name_only(tmp_path):
 
 # ----------------------------------------------------------------------- layout
 INFERENCE = ["api.py", "cli.py", "serve.py", "export.py", "explain"]
-ENTRY_POINTS = ("adaptext.training", "adaptext.training.train_run", "adaptext.training.distill_run")
+ENTRY_POINTS = ("adaptext.training", "adaptext.training.train_run", "adaptext.training.distill_run",
+                "adaptext.training.sweep_run")
 
 
 def _imports(path: Path) -> list[str]:
@@ -274,7 +275,7 @@ def _imports(path: Path) -> list[str]:
 
 def test_inference_does_not_depend_on_training():
     """The API, CLI, service, export and explanations read runs through adaptext.runs; the CLI
-    reaches training only through its entry points, train_run and distill_run."""
+    reaches training only through its entry points, train_run, distill_run and sweep_run."""
     for name in INFERENCE:
         for path in ([PACKAGE / name] if name.endswith(".py") else sorted((PACKAGE / name).glob("*.py"))):
             bad = [m for m in _imports(path) if m.startswith("adaptext.training")

@@ -1,5 +1,5 @@
 """The token store: a data file read once, as a stream, tokenised in worker processes and kept
-on disk as flat arrays that later runs memory-map. A corpus larger than memory trains with
+on disk as flat numpy arrays that later runs read back. A corpus larger than memory trains with
 memory that does not grow with it, and a second run on the same file (another model, other
 options, the next fold) starts at once.
 
@@ -52,15 +52,16 @@ def stores_dir() -> Path:
 
 # ------------------------------------------------------------------ the store, read
 class TokenStore:
-    """A built store, its arrays memory-mapped (read-only)."""
+    """A built store. Its offsets and labels (a few bytes per example) are read into memory; its
+    tokens are read from the file as a batch asks for them: never mapped into the process, so
+    its memory does not grow over an epoch as the pages of a mapped file would (the operating
+    system's page cache keeps the file, and gives that memory back when it is needed)."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
         self.meta = json.loads((self.folder / "meta.json").read_text(encoding="utf-8"))
-        tokens = self.folder / "tokens.i32"
-        self.tokens = (np.memmap(tokens, dtype=np.int32, mode="r") if tokens.stat().st_size
-                       else np.zeros(0, np.int32))
-        load = lambda name: np.load(self.folder / f"{name}.npy", mmap_mode="r")
+        self._tokens = open(self.folder / "tokens.i32", "rb", buffering=0)
+        load = lambda name: np.load(self.folder / f"{name}.npy")
         self.segments, self.examples, self.lines = load("segments"), load("examples"), load("lines")
         self.labels, self.label_offsets, self.label_kinds = load("labels"), load("label_offsets"), load("label_kinds")
         self._strings = None
@@ -93,7 +94,19 @@ class TokenStore:
         """The token ids (the store's) of each text of example ``row``: text, then pair or contexts."""
         a, b = self.examples[row], self.examples[row + 1]
         bounds = self.segments[a:b + 1]
-        return [self.tokens[bounds[k]:bounds[k + 1]] for k in range(b - a)]
+        ids = self.read_tokens(int(bounds[0]), int(bounds[-1]))
+        return [ids[bounds[k] - bounds[0]:bounds[k + 1] - bounds[0]] for k in range(b - a)]
+
+    def read_tokens(self, lo: int, hi: int) -> np.ndarray:
+        """Token ids ``lo`` to ``hi`` of the file."""
+        if hi <= lo:
+            return np.zeros(0, np.int32)
+        if hasattr(os, "pread"):
+            raw = os.pread(self._tokens.fileno(), (hi - lo) * 4, lo * 4)
+        else:                                 # no pread (Windows): one reader at a time is enough here
+            self._tokens.seek(lo * 4)
+            raw = self._tokens.read((hi - lo) * 4)
+        return np.frombuffer(raw, dtype=np.int32)
 
     def text_lengths(self, rows: np.ndarray, which: int = 0) -> np.ndarray:
         """Token counts of text ``which`` (0 the text, 1 the pair or first context) of each row."""
@@ -128,7 +141,7 @@ class TokenStore:
             b = min(a + chunk, len(seg_rows))
             lo, hi = self.segments[a], self.segments[b]
             keep = np.repeat(chosen[seg_rows[a:b]], np.diff(self.segments[a:b + 1]))
-            counts += np.bincount(self.tokens[lo:hi][keep], minlength=len(counts))
+            counts += np.bincount(self.read_tokens(int(lo), int(hi))[keep], minlength=len(counts))
         return counts
 
     def replay_bad_lines(self, bad: BadLines) -> None:

@@ -170,7 +170,7 @@ def class_weights_of(cfg: dict, p: Prepared) -> torch.Tensor | None:
 
 
 # ----------------------------------------------------------------------- fit
-def fit(cfg: dict, model, p: Prepared, out: Path, resume: bool, started: float) -> Fitted | None:
+def fit(cfg: dict, model, p: Prepared, out: Path, resume: bool, started: float, extra=()) -> Fitted | None:
     """Train with Lightning; the best dev epoch's weights are left in ``model``. None on the
     processes of a distributed run other than rank 0."""
     import lightning as L
@@ -188,7 +188,7 @@ def fit(cfg: dict, model, p: Prepared, out: Path, resume: bool, started: float) 
         num_nodes=cfg["num_nodes"], max_steps=cfg["max_steps"] or -1,
         gradient_clip_val=cfg["grad_clip"] or None, gradient_clip_algorithm="norm",
         deterministic=cfg["deterministic"], plugins=[SafetensorsCheckpointIO()],
-        callbacks=callbacks(cfg, out, len(train_loader)), logger=False, enable_model_summary=False,
+        callbacks=callbacks(cfg, out, len(train_loader)) + list(extra), logger=False, enable_model_summary=False,
         num_sanity_val_steps=0, enable_progress_bar=cfg["progress"], default_root_dir=str(out),
         use_distributed_sampler=False)
     last = ckpt_dir / "last.ckpt"
@@ -293,7 +293,7 @@ def save(out: Path, spec: RunSpec, model, metrics: dict, f: Fitted, predictions:
 
 # ----------------------------------------------------------------------- one run
 def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool, bad_count: int = 0,
-            resume: bool = False, log=print, filtered: dict | None = None) -> dict:
+            resume: bool = False, log=print, filtered: dict | None = None, extra=()) -> dict:
     import lightning as L
     quiet_engine()
     started = time.perf_counter()
@@ -302,7 +302,7 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
         torch.set_num_threads(cfg["threads"])
     prepared = prepare(cfg, train, dev, test, kind, multilabel, log)
     model = prepared.spec.build_model(prepared.vectors)
-    fitted = fit(cfg, model, prepared, out, resume, started)
+    fitted = fit(cfg, model, prepared, out, resume, started, extra)
     if fitted is None:
         return {}
     metrics, labels, predictions = evaluate(model, prepared)
@@ -386,9 +386,10 @@ def default_out(cfg) -> Path:
     return Path("runs") / f"{cfg['model']}-{name}-seed{cfg['seed']}"
 
 
-def train_run(options: dict, file_options: dict | None = None, log=print, config_file=None) -> dict:
+def train_run(options: dict, file_options: dict | None = None, log=print, config_file=None, callbacks=()) -> dict:
     """Train (or resume) a run and return its metrics. ``options`` uses the CLI's keys;
-    ``file_options`` were read from ``config_file`` (named in errors about its values)."""
+    ``file_options`` were read from ``config_file`` (named in errors about its values);
+    ``callbacks``: more Lightning callbacks (a sweep's pruning)."""
     if options.get("resume"):
         if file_options:
             raise UsageError("--resume continues a run with its own config.json; drop --config")
@@ -405,10 +406,10 @@ def train_run(options: dict, file_options: dict | None = None, log=print, config
         write_config(out, cfg)
     resume = bool(options.get("resume"))
     if splits.folds:
-        metrics = cross_validate(cfg, splits, out, resume, log)
+        metrics = cross_validate(cfg, splits, out, resume, log, callbacks)
     else:
         metrics = fit_one(cfg, splits.train, splits.dev, splits.test, out, splits.kind, splits.multilabel,
-                          splits.bad.count, resume, log, splits.bad.filtered)
+                          splits.bad.count, resume, log, splits.bad.filtered, callbacks)
     if metrics:
         log(f"run written to {out}")
     return metrics
@@ -483,7 +484,7 @@ def _is_rank_zero() -> bool:
     return int(os.environ.get("LOCAL_RANK", 0)) == 0 and int(os.environ.get("NODE_RANK", 0)) == 0
 
 
-def cross_validate(cfg, splits, out: Path, resume: bool, log=print) -> dict:
+def cross_validate(cfg, splits, out: Path, resume: bool, log=print, extra=()) -> dict:
     """k-fold CV: each fold trains on k-1 folds (10% of them held out as dev) and tests on the
     remaining fold; metrics.json holds every fold and the mean and standard deviation."""
     folds = []
@@ -498,7 +499,7 @@ def cross_validate(cfg, splits, out: Path, resume: bool, log=print) -> dict:
             fold_dir.mkdir(parents=True, exist_ok=True)
             write_config(fold_dir, cfg)
         m = fit_one(cfg, train, dev, test, fold_dir, splits.kind, splits.multilabel, splits.bad.count,
-                    resume and (fold_dir / "checkpoints").exists(), log)
+                    resume and (fold_dir / "checkpoints").exists(), log, extra=extra)
         if not m:
             return {}
         folds.append(m)

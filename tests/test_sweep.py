@@ -1,0 +1,81 @@
+"""adaptext sweep: a grid and a search of trainings, each trial a run directory, resumable."""
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from adaptext.cli import main
+
+optuna = pytest.importorskip("optuna")
+
+from conftest import bundled_examples  # noqa: E402
+
+SHARED = ["--filters", "8", "--embed-dim", "16", "--max-length", "12", "--epochs", "2", "--seed", "3"]
+
+
+@pytest.fixture
+def data(tmp_path):
+    qs = bundled_examples("text", 400)
+    for name, rows in (("train.csv", qs[:300]), ("test.csv", qs[300:])):
+        with open(tmp_path / name, "w", newline="") as f:
+            csv.writer(f).writerows([("text", "label")] + [(q.text, q.label) for q in rows])
+    return ["--data", str(tmp_path / "train.csv"), "--test", str(tmp_path / "test.csv")]
+
+
+def test_a_grid_trains_every_point_once_and_a_rerun_adds_none(data, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--grid", "lr=0.5,1.0", "batch_size=25,50", "--out", str(out), "--optimizer", "adadelta",
+            *SHARED, *data]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    rows = list(csv.DictReader(open(out / "trials.csv")))
+    assert summary["complete"] == 4 and len(rows) == 4
+    assert sorted((r["lr"], r["batch_size"]) for r in rows) == [("0.5", "25"), ("0.5", "50"), ("1.0", "25"),
+                                                                ("1.0", "50")]
+    for r in rows:                                       # each trial an ordinary run, with its options
+        cfg = json.loads((out / f"trial-{r['trial']}" / "config.json").read_text())
+        assert cfg["optimisation"]["lr"] == float(r["lr"]) and cfg["optimisation"]["batch_size"] == int(r["batch_size"])
+        assert float(r["dev_accuracy"]) == pytest.approx(
+            json.loads((out / f"trial-{r['trial']}" / "metrics.json").read_text())["dev"]["accuracy"], abs=1e-3)
+    best = max(rows, key=lambda r: float(r["dev_accuracy"]))
+    assert summary["best"]["trial"] == int(best["trial"])
+    assert (out / "sweep.png").stat().st_size > 0 and (out / "trials.md").read_text().count("\n") == 6
+    assert main(argv) == 0                              # resumed: the grid is done, nothing trains again
+    assert json.loads(capsys.readouterr().out)["trials"] == 4
+
+
+def test_a_trial_cut_short_by_a_kill_runs_again(data, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--grid", "lr=0.5,1.0", "--out", str(out), "--optimizer", "adadelta", *SHARED, *data]
+    out.mkdir()
+    study = optuna.create_study(study_name="sweep", storage=f"sqlite:///{out / 'study.db'}", direction="maximize")
+    killed = study.ask()                                  # a trial that started, then its process died
+    killed.suggest_categorical("lr", ["0.5", "1.0"])
+    killed.set_user_attr("run", str(out / "trial-0"))
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    rows = list(csv.DictReader(open(out / "trials.csv")))
+    assert summary["complete"] == 2 and sorted(r["lr"] for r in rows) == ["0.5", "1.0"]
+    assert any(r["run"] == str(out / "trial-0") for r in rows)     # the cut trial ran again in its own folder
+
+
+def test_a_search_keeps_to_its_budget_and_reports_each_dev_score(data, tmp_path, capsys):
+    out = tmp_path / "search"
+    assert main(["sweep", "--search", "lr=log:0.1:2", "dropout=0.2:0.6", "--trials", "3", "--optimizer", "adadelta",
+                 "--out", str(out), "--retrain", "2", *SHARED, *data]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["trials"] == 3 and summary["retrain"]["seeds"] == [1, 2]
+    assert len(summary["retrain"]["accuracy"]) == 2 and summary["retrain"]["split"] == "test"
+    study = optuna.load_study(study_name="sweep", storage=f"sqlite:///{out / 'study.db'}")
+    assert all(0.1 <= t.params["lr"] <= 2 for t in study.trials)
+    assert all(len(t.intermediate_values) == 2 for t in study.trials)   # one dev score per epoch, for pruning
+
+
+def test_sweep_errors_are_one_line(data, tmp_path, capsys):
+    assert main(["sweep", "--search", "lr=0.1:0.5", "--out", str(tmp_path / "s"), *data]) == 2
+    assert "needs a budget" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:                # the train parser refuses the value, before any trial
+        main(["sweep", "--grid", "lr=fast", "--out", str(tmp_path / "s"), *data])
+    assert e.value.code == 2 and "--lr: expected a number, not 'fast'" in capsys.readouterr().err
