@@ -104,6 +104,7 @@ def cmd_sweep(argv) -> int:
     p.add_argument("--trials", type=positive_int, help="trials of a search, in all (finished ones count)")
     p.add_argument("--time", type=duration, help="stop starting trials after this long (90s, 30m, 2h)")
     p.add_argument("--retrain", type=positive_int, metavar="N", help="train the best options again with seeds 1..N")
+    p.add_argument("--jobs", type=positive_int, default=1, help="trials trained at once, in processes")
     p.add_argument("--out", required=True, help="the sweep's folder (its trials are run directories inside)")
     a, rest = p.parse_known_args(argv)
     model = next((rest[i + 1] for i, x in enumerate(rest[:-1]) if x == "--model"), "kim_cnn")
@@ -117,7 +118,7 @@ def cmd_sweep(argv) -> int:
     from .training import sweep_run
     found = sweep_run(a.grid or a.search, bool(a.search), options, a.out, a.trials, a.time,
                       list(range(1, a.retrain + 1)) if a.retrain else None, monitor,
-                      log=lambda m: print(m, file=sys.stderr))
+                      log=lambda m: print(m, file=sys.stderr), jobs=a.jobs)
     print_json(found)
     return 0
 

@@ -200,3 +200,14 @@ def test_evaluate_scores_a_stored_file_as_training_did(questions, tmp_path, caps
     again = json.loads(capsys.readouterr().out)
     assert again["accuracy"] == pytest.approx(m["test"]["accuracy"], abs=0.01)
     assert again["confusion_matrix"] == m["test"]["confusion_matrix"]
+
+
+def test_token_counts_of_any_rows_equal_counting_their_tokens(tmp_path):
+    f = write_csv(tmp_path / "t.csv", bundled_examples("text", 200))
+    store = S.open_store(f, TokenizerConfig())
+    rng = np.random.default_rng(0)
+    for size in (0, 7, 100, 150, 200):                # none, few, half, most, all
+        rows = np.sort(rng.choice(200, size, replace=False))
+        direct = np.bincount(np.concatenate([store.texts(int(r))[0] for r in rows] or [np.zeros(0, np.int32)]),
+                             minlength=len(store.strings))
+        assert (store.token_counts(rows) == direct).all(), size

@@ -79,3 +79,11 @@ def test_sweep_errors_are_one_line(data, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:                # the train parser refuses the value, before any trial
         main(["sweep", "--grid", "lr=fast", "--out", str(tmp_path / "s"), *data])
     assert e.value.code == 2 and "--lr: expected a number, not 'fast'" in capsys.readouterr().err
+
+
+def test_trials_in_two_processes_share_one_study(data, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    assert main(["sweep", "--grid", "lr=0.5,1.0", "--jobs", "2", "--out", str(out), "--optimizer", "adadelta",
+                 "--threads", "1", *SHARED, *data]) == 0
+    rows = list(csv.DictReader(open(out / "trials.csv")))
+    assert sorted(r["lr"] for r in rows) == ["0.5", "1.0"] and {r["state"] for r in rows} == {"complete"}

@@ -17,6 +17,7 @@ them. One folder per store under ``$ADAPTEXT_CACHE/stores`` (else ``~/.cache/ada
     label_kinds.npy     [N] 0 unlabelled, 1 one label, 2 a label set (multi-label)
     lines.npy           [N] the line each example starts at, for errors and predictions
     strings.json        the token strings by id
+    counts.npy          how often each token occurs in the whole file
     meta.json           source file, size and content hash, format, reader options, tokenizer,
                         example kind, bad lines skipped and lines left out by design
 """
@@ -40,7 +41,7 @@ from .errors import BadLines, DataError
 from .readers import ReadOptions, file_format
 from .text import Tokenizer, TokenizerConfig
 
-VERSION = 1
+VERSION = 2
 CHUNK = 2000                  # examples per task handed to a worker
 PARALLEL_FROM = 64 << 20      # files this large (bytes) are tokenised in worker processes by default
 PROGRESS_FROM = 16 << 20      # and files this large show a progress bar
@@ -131,8 +132,17 @@ class TokenStore:
         ids = np.where(labelled, self.labels[np.maximum(ends - 1, 0)] if len(self.labels) else 0, -1)
         return [names[i] if i >= 0 else None for i in ids.tolist()]
 
-    def token_counts(self, rows: np.ndarray, chunk: int = 100_000) -> np.ndarray:
-        """How often each store token occurs in ``rows`` (all their texts), read in chunks."""
+    def token_counts(self, rows: np.ndarray) -> np.ndarray:
+        """How often each store token occurs in ``rows`` (all their texts): the whole file's counts
+        (kept with the store), less those of the rows left out when they are the fewer."""
+        everything = np.load(self.folder / "counts.npy")
+        if len(rows) == len(self):
+            return everything
+        if len(rows) > len(self) / 2:
+            return everything - self._counts_of(np.setdiff1d(np.arange(len(self)), rows))
+        return self._counts_of(rows)
+
+    def _counts_of(self, rows: np.ndarray, chunk: int = 100_000) -> np.ndarray:
         counts = np.zeros(len(self.strings), dtype=np.int64)
         chosen = np.zeros(len(self), dtype=bool)
         chosen[rows] = True
@@ -259,6 +269,7 @@ class _Builder:
         self.index: dict = {}              # token string -> store id
         self.maps: dict = {}               # worker pid -> its ids -> store ids
         self.label_index: dict = {}
+        self.counts = np.zeros(0, np.int64)     # how often each token occurs in the whole file
         self.parts = {name: [] for name in ("segments", "examples", "labels", "label_counts", "label_kinds",
                                             "lines")}
         self.kind = None
@@ -320,7 +331,9 @@ class _Builder:
             raise RuntimeError(f"worker {pid} reported tokens from {start}, {len(known)} known")
         add = np.fromiter((self.index.setdefault(s, len(self.index)) for s in new), np.int32, len(new))
         self.maps[pid] = known = np.concatenate([known, add])
-        known[ids].tofile(out)
+        ids = known[ids]
+        ids.tofile(out)
+        self.counts = _add_counts(self.counts, np.bincount(ids, minlength=len(self.index)))
         p = self.parts
         p["segments"].append(lengths)
         p["examples"].append(np.fromiter((_texts_of(ex) for ex in chunk), np.int64, len(chunk)))
@@ -342,6 +355,7 @@ class _Builder:
         np.save(tmp / "labels.npy", np.asarray(p["labels"], dtype=np.int32))
         np.save(tmp / "label_offsets.npy", offsets([np.asarray(p["label_counts"], np.int64)]))
         np.save(tmp / "label_kinds.npy", np.asarray(p["label_kinds"], dtype=np.int8))
+        np.save(tmp / "counts.npy", _add_counts(self.counts, np.zeros(len(self.index), np.int64)))
         (tmp / "strings.json").write_text(json.dumps(list(self.index), ensure_ascii=False), encoding="utf-8")
         st = self.path.stat()
         meta = {"version": VERSION, "source": str(self.path), "size": st.st_size, "content": content_hash(self.path),
@@ -368,6 +382,15 @@ class _Recording(BadLines):
     def filter(self, reason: str) -> None:
         super().filter(reason)
         self.bad.filter(reason)
+
+
+def _add_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b`` where the longer (more tokens known) decides the length."""
+    if len(a) < len(b):
+        a, b = b, a
+    a = a.copy()
+    a[:len(b)] += b
+    return a
 
 
 def _texts_of(ex) -> int:

@@ -17,7 +17,7 @@ class MemoryGuard:
     but maps every activation on its own (twice the step time, measured); trimming only when
     memory has grown costs a few milliseconds now and then (see benchmarks/scale.py)."""
 
-    def __init__(self, slack: float = 0.10):
+    def __init__(self, slack: float = 0.05):
         self.slack, self.level = slack, None
         self.trim = _malloc_trim()
 

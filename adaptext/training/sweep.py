@@ -87,7 +87,9 @@ class Sweep:
     grid: bool
     monitor: str = "accuracy"
 
-    def study(self):
+    def study(self, prepare: bool = True):
+        """The sweep's study (made, or loaded from OUT/study.db); ``prepare``: retry the trials a
+        killed sweep left running, and enqueue the grid's points not trained yet."""
         optuna = _optuna()
         self.out.mkdir(parents=True, exist_ok=True)
         storage = f"sqlite:///{(self.out / 'study.db').resolve()}"
@@ -97,6 +99,8 @@ class Sweep:
         pruner = optuna.pruners.NopPruner() if self.grid else optuna.pruners.MedianPruner(n_startup_trials=3)
         study = optuna.create_study(study_name="sweep", storage=storage, direction="maximize", sampler=sampler,
                                     pruner=pruner, load_if_exists=True)
+        if not prepare:
+            return study
         self._retry_interrupted(study)
         if self.grid:
             self._enqueue_grid(study)
@@ -130,18 +134,42 @@ class Sweep:
         metrics = train_run(opts, log=lambda m: None, callbacks=[PruneOnDev(trial)])
         return dev_score(metrics, self.monitor)
 
-    def run(self, trials: int | None, seconds: float | None, log=print) -> dict:
+    def run(self, trials: int | None, seconds: float | None, log=print, jobs: int = 1) -> dict:
         """A search's ``trials`` in all (those a killed sweep finished count); a grid trains
-        the points it has not trained yet."""
+        the points it has not trained yet. ``jobs``: trials trained at once, in processes."""
         study = self.study()
         if self.grid:
             left = sum(t.state.name == "WAITING" for t in study.trials)
         else:
             done = sum(t.state.is_finished() for t in study.trials if t.state.name != "FAIL")
             left = None if trials is None else max(0, trials - done)
-        if left != 0:
-            study.optimize(self.objective, n_trials=left, timeout=seconds, catch=(UsageError,))
+        if left != 0 and jobs > 1:
+            self._optimize_in_processes(left, seconds, jobs)
+            study = self.study(prepare=False)
+        elif left != 0:
+            self._optimize(left, seconds, study)
         return self.report(study, log)
+
+    def _optimize(self, trials: int | None, seconds: float | None, study=None) -> None:
+        study = study or self.study(prepare=False)
+        study.optimize(self.objective, n_trials=trials, timeout=seconds, catch=(UsageError,))
+
+    def _optimize_in_processes(self, left: int | None, seconds: float | None, jobs: int) -> None:
+        """``jobs`` processes sharing the study: each takes waiting trials (a grid's points) or
+        samples new ones, the storage handing every trial to one process only."""
+        import multiprocessing
+        if "fork" not in multiprocessing.get_all_start_methods():
+            raise UsageError("--jobs above 1 needs processes that fork (Linux, macOS)")
+        shares = [None] * jobs if left is None else [left // jobs + (k < left % jobs) for k in range(jobs)]
+        ctx = multiprocessing.get_context("fork")
+        procs = [ctx.Process(target=self._optimize, args=(n, seconds)) for n in shares if n != 0]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join()
+        if any(p.exitcode for p in procs):
+            raise UsageError(f"sweep processes failed (exit codes {[p.exitcode for p in procs]}); "
+                             "run the command again to resume")
 
     # ------------------------------------------------------------------ results
     def report(self, study, log=print) -> dict:
@@ -250,7 +278,7 @@ def retrain(best: dict, options, dims: list, out: Path, seeds: list[int], monito
 
 
 def sweep_run(specs: list[str], search: bool, options, out, trials: int | None = None, seconds: float | None = None,
-              retrain_seeds: list[int] | None = None, monitor: str = "accuracy", log=print) -> dict:
+              retrain_seeds: list[int] | None = None, monitor: str = "accuracy", log=print, jobs: int = 1) -> dict:
     """Run (or resume) a sweep of ``specs`` (see ``parse_dimensions``); its summary.
     ``options(params, run_dir)``: a trial's train options (typed and checked)."""
     if search and not trials and not seconds:
@@ -259,7 +287,7 @@ def sweep_run(specs: list[str], search: bool, options, out, trials: int | None =
     dims = parse_dimensions(specs, search)
     options(_first_values(dims), str(Path(out) / "check"))       # a bad option or value is said before any trial
     sweep = Sweep(Path(out), dims, options, not search, monitor)
-    summary = sweep.run(trials if search else None, seconds, log)
+    summary = sweep.run(trials if search else None, seconds, log, jobs)
     if retrain_seeds and summary["best"]:
         summary["retrain"] = retrain(summary["best"], options, dims, Path(out), retrain_seeds, monitor, log)
     summary["seconds"] = round(time.perf_counter() - started, 1)
