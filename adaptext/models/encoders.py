@@ -4,6 +4,9 @@ the input, each with a word embedding, a pooling over time and the shared classi
 - ``qrnn``: Bradbury et al. (2017), "Quasi-Recurrent Neural Networks", Sections 2 and 3.1
   (sentiment: 4 densely connected layers of 256 units, window 2, dropout 0.3 between layers,
   L2 4e-6, batches of 24); with a bidirectional option.
+- ``lstm``: the LSTM Bradbury et al. (2017) compare the QRNN with (Section 3.1, Table 1: a
+  densely connected 4-layer LSTM of the same width), built from the same parts: dense
+  connections, dropout between layers, the same pooling and head.
 - ``gated_cnn``: Dauphin et al. (2017), "Language Modeling with Gated Convolutional
   Networks", Section 2: h(X) = (X * W + b) . sigmoid(X * V + c) (Eq. 1), gated linear units
   stacked in residual blocks. For classification the convolutions see both sides (an option
@@ -78,6 +81,51 @@ class QRNNClassifier(TextClassifier):
         if self.bidirectional:
             last = torch.cat([last, h[:, 0, self.hidden:]], dim=-1)        # backward: first step
         return self.head(last)
+
+
+# ------------------------------------------------------------------ LSTM
+@dataclass
+class LSTMConfig(Options):
+    embed_dim: int = 300
+    hidden: int = 256
+    layers: int = 4
+    bidirectional: bool = False
+    dense: bool = True            # each layer reads the embeddings and every earlier layer's output
+    dropout: float = 0.3          # between layers
+    head_dropout: float = 0.3
+
+
+@register_model("lstm", config=LSTMConfig, paper="Bradbury et al. 2017 (baseline)",
+                description="stacked LSTM (densely connected), masked max pooling over time: the QRNN's baseline",
+                train_defaults={"optimizer": "adam", "lr": 1e-3, "batch_size": 24, "epochs": 10,
+                                "weight_decay": 4e-6},
+                test_config={"embed_dim": 8, "hidden": 6, "layers": 2, "bidirectional": True})
+class LSTMClassifier(TextClassifier):
+    def __init__(self, cfg: LSTMConfig, spec):
+        super().__init__(cfg, spec)
+        self.embedding = WordEmbedding(spec, cfg.embed_dim)
+        self.dense, self.dropout = cfg.dense, nn.Dropout(cfg.dropout)
+        self.layers, dim = nn.ModuleList(), self.embedding.out_dim
+        for _ in range(cfg.layers):
+            self.layers.append(nn.LSTM(dim, cfg.hidden, batch_first=True, bidirectional=cfg.bidirectional))
+            out = cfg.hidden * (2 if cfg.bidirectional else 1)
+            dim = dim + out if cfg.dense else out
+        self.head = ClassifierHead(out, spec.num_classes, cfg.head_dropout)
+
+    def forward(self, batch) -> torch.Tensor:
+        mask, lengths = batch.mask, batch.lengths.clamp_min(1).cpu()
+        h = self.embedding(batch.text)
+        for i, lstm in enumerate(self.layers):
+            # packed: the recurrence stops at each text's end, so padding never reaches a state
+            packed = nn.utils.rnn.pack_padded_sequence(h, lengths, batch_first=True, enforce_sorted=False)
+            out, _ = lstm(packed)
+            out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=h.shape[1])
+            if i + 1 < len(self.layers):
+                out = self.dropout(out)
+                h = torch.cat([h, out], dim=-1) if self.dense else out
+            else:
+                h = out
+        return self.head(masked_max_pool(h, mask))
 
 
 # ------------------------------------------------------------------ gated CNN
