@@ -1,0 +1,94 @@
+"""Bradbury et al. (2017), Section 3.1 on IMDB: a densely connected 4-layer QRNN (256 units,
+window 2, dropout 0.3, L2 4e-6, batches of 24) against the same-size densely connected LSTM.
+The lecture's slide: QRNN 91.4 / LSTM 90.9 test accuracy, 150 s / 480 s per epoch (on a GPU).
+
+    python benchmarks/qrnn_imdb.py                      # speed and accuracy, 3 seeds
+    python benchmarks/qrnn_imdb.py --parts speed        # seconds per epoch only
+
+speed: training seconds per step over ``--steps`` steps after ``--warmup`` (both models in this
+process, one after the other), times the steps of an IMDB epoch (25,000 / 24): seconds per
+epoch and the LSTM / QRNN ratio. accuracy: each model trained ``--epochs`` epochs per seed (dev
+held out of train, best dev epoch), IMDB test accuracy."""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+MODELS = ("qrnn", "lstm")
+PAPER = {"qrnn": {"accuracy": 91.4, "seconds_per_epoch": 150}, "lstm": {"accuracy": 90.9, "seconds_per_epoch": 480}}
+SIZE = {"layers": 4, "hidden": 256, "dense": True, "embed_dim": 300, "max_length": 400}
+
+
+def seconds_per_step(model: str, steps: int, warmup: int, device: str) -> float:
+    """Mean seconds of training steps ``warmup + 1 .. warmup + steps`` on IMDB train batches (the
+    run is stopped there: its evaluation is not what is timed)."""
+    import scale
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Path(tmp) / "run"
+        flags = [f"--{k.replace('_', '-')}" if v is True else f"--{k.replace('_', '-')}={v}" for k, v in SIZE.items()]
+        cmd = [*scale.ADAPTEXT, "train", "--model", model, "--data", "imdb", "--data-dir", str(common.DATA), *flags,
+               "--max-vocab", "50000", "--accelerator", device, "--log-every", "1", "--no-progress",
+               "--max-steps", str(warmup + steps + 1), "--out", str(run)]
+        scale.run_measured(cmd, dict(os.environ), until=lambda: len(scale.steps(run)) >= warmup + steps)
+        rows = scale.steps(run)
+    at = {int(r["step"]): float(r["seconds"]) for r in rows}
+    return (at[warmup + steps] - at[warmup]) / steps
+
+
+def speed_rows(steps: int, warmup: int, device: str) -> list[dict]:
+    per_epoch = math.ceil(22_500 / 24)                       # 25,000 less the 10% held out as dev
+    measured = {m: seconds_per_step(m, steps, warmup, device) * per_epoch for m in MODELS}
+    return [{"model": m, "variant": "dense, 4 x 256", "dataset": "imdb", "metric": "seconds_per_epoch",
+             "mean": round(measured[m], 1), "paper": PAPER[m]["seconds_per_epoch"], "baseline": "qrnn",
+             "ratio": round(measured[m] / measured["qrnn"], 2), "n": steps} for m in MODELS]
+
+
+def accuracy_rows(seeds: int, epochs: int, device: str) -> list[dict]:
+    rows = []
+    for m in MODELS:
+        started, values = time.perf_counter(), []
+        for seed in range(1, seeds + 1):
+            metrics = common.train_cell({"model": m, "data": "imdb", **SIZE, "epochs": epochs, "seed": seed,
+                                         "accelerator": device, "max_vocab": 50000})
+            values.append(metrics["test"]["accuracy"])
+        rows.append({"model": m, "variant": "dense, 4 x 256", "dataset": "imdb", "split": "test",
+                     "metric": "accuracy", **common.stats(values), "paper": PAPER[m]["accuracy"],
+                     "seconds": round(time.perf_counter() - started, 1)})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--parts", default="speed,accuracy")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=40, help="timed training steps per model")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    if a.quick:
+        a.seeds, a.epochs, a.steps, a.warmup = 1, 1, 3, 1
+    common.require_out(a, a.quick or a.parts != ap.get_default("parts"))
+    rows = []
+    if "speed" in a.parts:
+        rows += speed_rows(a.steps, a.warmup, a.device)
+    if "accuracy" in a.parts:
+        rows += accuracy_rows(a.seeds, a.epochs, a.device)
+    notes = (f"Texts cut at {SIZE['max_length']} tokens, vocabulary the 50,000 most frequent training words, random "
+             f"300-d embeddings, Adam 1e-3. Paper columns: the lecture slide's figures (a GPU); ours on {a.device}."
+             + common.quick_note(a.quick))
+    print(common.write("qrnn_imdb", rows, notes, a.out).with_suffix(".md").read_text())
+
+
+if __name__ == "__main__":
+    main()
