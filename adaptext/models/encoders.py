@@ -105,21 +105,27 @@ class LSTMClassifier(TextClassifier):
         super().__init__(cfg, spec)
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.dense, self.dropout = cfg.dense, nn.Dropout(cfg.dropout)
+        directions = 2 if cfg.bidirectional else 1
         self.layers, dim = nn.ModuleList(), self.embedding.out_dim
         for _ in range(cfg.layers):
-            self.layers.append(nn.LSTM(dim, cfg.hidden, batch_first=True, bidirectional=cfg.bidirectional))
-            out = cfg.hidden * (2 if cfg.bidirectional else 1)
-            dim = dim + out if cfg.dense else out
-        self.head = ClassifierHead(out, spec.num_classes, cfg.head_dropout)
+            self.layers.append(nn.ModuleList(nn.LSTM(dim, cfg.hidden, batch_first=True) for _ in range(directions)))
+            dim = dim + cfg.hidden * directions if cfg.dense else cfg.hidden * directions
+        self.head = ClassifierHead(cfg.hidden * directions, spec.num_classes, cfg.head_dropout)
 
     def forward(self, batch) -> torch.Tensor:
-        mask, lengths = batch.mask, batch.lengths.clamp_min(1).cpu()
+        mask = batch.mask
+        # the backward direction reads each text reversed within its own length, so padding
+        # (always after the text) reaches no state of either direction
+        steps = torch.arange(mask.shape[1], device=mask.device)[None, :]
+        back = torch.where(mask, batch.lengths[:, None] - 1 - steps, steps)
         h = self.embedding(batch.text)
-        for i, lstm in enumerate(self.layers):
-            # packed: the recurrence stops at each text's end, so padding never reaches a state
-            packed = nn.utils.rnn.pack_padded_sequence(h, lengths, batch_first=True, enforce_sorted=False)
-            out, _ = lstm(packed)
-            out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=h.shape[1])
+        for i, directions in enumerate(self.layers):
+            outs = [directions[0](h)[0]]
+            if len(directions) == 2:
+                flip = back[..., None].expand(-1, -1, h.shape[-1])
+                reversed_out = directions[1](h.gather(1, flip))[0]
+                outs.append(reversed_out.gather(1, back[..., None].expand(-1, -1, reversed_out.shape[-1])))
+            out = torch.cat(outs, dim=-1)
             if i + 1 < len(self.layers):
                 out = self.dropout(out)
                 h = torch.cat([h, out], dim=-1) if self.dense else out
