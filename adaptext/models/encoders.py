@@ -4,7 +4,7 @@ the input, each with a word embedding, a pooling over time and the shared classi
 - ``qrnn``: Bradbury et al. (2017), "Quasi-Recurrent Neural Networks", Sections 2 and 3.1
   (sentiment: 4 densely connected layers of 256 units, window 2, dropout 0.3 between layers,
   L2 4e-6, batches of 24); with a bidirectional option.
-- ``lstm``: the LSTM Bradbury et al. (2017) compare the QRNN with (Section 3.1, Table 1: a
+- ``lstm``: the LSTM Bradbury et al. (2017) compare the QRNN with (Section 3.1: a
   densely connected 4-layer LSTM of the same width), built from the same parts: dense
   connections, dropout between layers, the same pooling and head.
 - ``gated_cnn``: Dauphin et al. (2017), "Language Modeling with Gated Convolutional
