@@ -391,7 +391,7 @@ class BatchLoader:
         self.shuffle, self.bucket, self.seed = shuffle, bucket, seed
         self.rank, self.world = rank, world
         self.epoch, self._skip = 0, 0
-        self._lengths = None
+        self._lengths, self._evaluation = None, None
 
     @property
     def lengths(self) -> list:
@@ -400,9 +400,16 @@ class BatchLoader:
         return self._lengths
 
     def set_distributed(self, rank: int, world: int) -> None:
-        self.rank, self.world = rank, world
+        self.rank, self.world, self._evaluation = rank, world, None
 
     def _batches(self, epoch: int) -> list[list[int]]:
+        if not self.shuffle:                 # the same every pass: made once (len() asks for it too)
+            if self._evaluation is None:
+                self._evaluation = self._ordered()
+            return self._evaluation
+        return self._ordered(epoch)
+
+    def _ordered(self, epoch: int = 0) -> list[list[int]]:
         n, bs, lengths = len(self.items), self.batch_size, self.lengths
         idx = list(range(n))
         if self.shuffle:

@@ -36,6 +36,7 @@ from typing import Callable
 
 import numpy as np
 
+from .batching import split_where
 from .cache import cache_root
 from .errors import BadLines, DataError
 from .readers import ReadOptions, file_format
@@ -398,7 +399,6 @@ def _texts_of(ex) -> int:
 
 
 def _line_of(ex) -> int:
-    from .batching import split_where
     return split_where(ex.where)[1] or 0
 
 
