@@ -59,6 +59,13 @@ class Classifier:
         _check_batch_size(batch_size)
         return self.pipeline.predict(inputs, batch_size)
 
+    def explain(self, inputs, label: str | None = None, steps: int = 50) -> list[dict]:
+        """Which words each prediction rests on: integrated gradients over the word vectors,
+        toward ``label`` (default: the predicted one). One record per input: "label", "target",
+        "segments" [{"name", "tokens", "scores"}], and the completeness check ("logit",
+        "baseline_logit", "attribution_sum", "gap", "steps"); see ``adaptext.explain.word_report``."""
+        from .explain.word_report import explain_inputs
+        return explain_inputs(self, inputs, label, steps)
 
     def predict_stream(self, inputs, batch_size: int = 64):
         """``predict`` over an iterable of any length (the lines of a file larger than memory),

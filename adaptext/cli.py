@@ -247,23 +247,33 @@ def explain_parser() -> argparse.ArgumentParser:
     t.add_argument("--data", help="named dataset or file: also dump the node types that most activate each z_u dimension")
     t.add_argument("--split", default="dev", choices=("train", "dev", "test"))
     t.add_argument("--top", type=int, default=10)
+    w = sub.add_parser("words", help="integrated gradients: how much each word moved the prediction (any model)")
+    w.add_argument("--text", action="append", required=True, help="a text to explain (repeat for several)")
+    w.add_argument("--pair", help="the second text of a pair model's input")
+    w.add_argument("--context", action="append", default=[], help="a context text (repeat for several)")
+    w.add_argument("--label", help="explain this label's logit (default: the predicted label's)")
+    w.add_argument("--steps", type=int, default=50, help="integration steps to start from; doubled until the "
+                   "attributions sum to the logit difference within 1%% (at most 800)")
     f = sub.add_parser("filters", help="t-SNE of the filters an adaptive CNN generates for texts of each class")
     f.add_argument("--data", help="named dataset or file (default: the run's)")
     f.add_argument("--split", default="test", choices=("train", "dev", "test"))
     f.add_argument("--per-class", type=int, default=40, help="texts per class")
     f.add_argument("--baseline", help="a static CNN run (kim_cnn) whose filters are drawn beside")
-    for s in (a, t, f):
+    for s in (a, t, f, w):
         s.add_argument("run_dir")
-        s.add_argument("--out", required=True)
+        s.add_argument("--out", required=s is not w, help="folder of the plots" + ("" if s is not w else
+                       " (words.html, words_<k>.png, words.json; default: scores printed)"))
     return p
 
 
 def cmd_explain(argv) -> int:
-    """explain a trained run: attention | filters | tree (PNG plots)"""
+    """explain a trained run: words (any model) | attention | filters | tree"""
     a = explain_parser().parse_args(argv)
     from . import load
     from .explain import attention, filters, tree
     clf = load(a.run_dir)
+    if a.what == "words":
+        return explain_words(clf, a)
     if a.what == "filters":
         paths = filters.explain_run(clf, a.run_dir, a.out, a.data, a.split, a.per_class, a.baseline)
     elif a.what == "tree":
@@ -272,6 +282,21 @@ def cmd_explain(argv) -> int:
         paths = attention.explain_run(clf, a.run_dir, a.text, a.context, a.out)
     for path in paths:
         print(path)
+    return 0
+
+
+def explain_words(clf, a) -> int:
+    from .explain.word_report import text_report, write_report
+    if a.steps < 1:
+        raise UsageError(f"--steps must be at least 1, not {a.steps}")
+    inputs = ([{"text": t, "pair": a.pair} for t in a.text] if a.pair is not None else
+              [{"text": t, "contexts": a.context} for t in a.text] if a.context else a.text)
+    records = clf.explain(inputs, a.label, a.steps)
+    if a.out:
+        for path in write_report(records, a.out):
+            print(path)
+    else:
+        print(text_report(records))
     return 0
 
 

@@ -50,6 +50,15 @@ class TextClassifier(torch.nn.Module):
     def explain(self, batch) -> dict:
         raise NotImplementedError(f"{type(self).__name__} has no attention to show")
 
+    def word_vectors(self) -> tuple:
+        """Where word attributions are computed: ``(module, rows, to_rows)``, the module that turns
+        word ids into vectors, its number of rows, and how the model maps a batch's ids to those
+        rows (a fixed offset for ids past the vocabulary)."""
+        embedding = getattr(self, "embedding", None)
+        if embedding is None:
+            raise NotImplementedError(f"{type(self).__name__} looks up no word vectors to attribute to")
+        return embedding, self.spec.vocab_size, lambda ids: ids
+
     @property
     def kind(self) -> str:
         """The example kind the model was built for (text, pair, contexts, tree, tree_pair)."""

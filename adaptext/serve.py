@@ -24,6 +24,7 @@ from pathlib import Path
 from .data.errors import MissingResource, UsageError
 
 MAX_INPUTS = 1000
+MAX_EXPLAIN = 32         # inputs of one /explain request (each costs 50 to 800 model calls)
 MAX_CHARS = 100_000      # per input: a longer text is refused before it is tokenised
 MAX_BODY = 10 * 2 ** 20  # bytes of one request: the whole body is capped, not only each text
 MAX_BATCH = 256          # inputs the model reads in one call
@@ -122,6 +123,19 @@ def create_app(run_dir, device: str = "cpu"):
             raise HTTPException(422, str(e)) from None
         return Response(json.dumps({"predictions": predictions}), media_type="application/json")
 
+    @app.post("/explain")
+    async def explain(request: Request):
+        """{"inputs": [...], "label": optional} -> {"explanations": [...]}: integrated gradients,
+        dozens of model calls per input, so at most MAX_EXPLAIN inputs, off the event loop."""
+        try:
+            body = await read_body(request)
+            inputs = checked_inputs(body, MAX_EXPLAIN)
+            label = json.loads(body).get("label")
+            records = await run_in_threadpool(clf.explain, inputs, label)
+        except (UsageError, TypeError) as e:
+            raise HTTPException(422, str(e)) from None
+        return Response(json.dumps({"explanations": records}), media_type="application/json")
+
     return app
 
 
@@ -138,7 +152,7 @@ async def read_body(request) -> bytes:
     return bytes(body)
 
 
-def checked_inputs(body: bytes) -> list:
+def checked_inputs(body: bytes, most: int = MAX_INPUTS) -> list:
     """The ``inputs`` list of a JSON body (whatever its content type), within the limits."""
     try:
         payload = json.loads(body.decode("utf-8"))
@@ -149,8 +163,8 @@ def checked_inputs(body: bytes) -> list:
     if not isinstance(payload, dict) or not isinstance(payload.get("inputs"), list):
         raise UsageError('the body must be a JSON object {"inputs": [...]}')
     inputs = payload["inputs"]
-    if len(inputs) > MAX_INPUTS:
-        raise UsageError(f"at most {MAX_INPUTS} inputs per request")
+    if len(inputs) > most:
+        raise UsageError(f"at most {most} inputs per request")
     for k, x in enumerate(inputs, 1):
         if _chars(x) > MAX_CHARS:
             raise UsageError(f"input {k} is longer than {MAX_CHARS:,} characters")

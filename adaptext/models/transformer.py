@@ -62,6 +62,10 @@ class TransformerClassifier(TextClassifier):
             return self.head(states[:, 0])
         return self.head(masked_mean_pool(states, mask))
 
+    def word_vectors(self) -> tuple:
+        embeddings = self.encoder.get_input_embeddings()      # word pieces only: positions and types stay
+        return embeddings, embeddings.num_embeddings, self.encoder_ids
+
     def encoder_ids(self, ids: torch.Tensor) -> torch.Tensor:
         pad, unk = self.special[0], self.special[1]
         return torch.where(ids >= SHIFT, ids - SHIFT, torch.where(ids == 0, pad, unk))
