@@ -242,7 +242,7 @@ def explain_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("tree", help="a tree coloured by a z_u dimension; node types that most activate z_u (TG models)")
     src = t.add_mutually_exclusive_group(required=True)
     src.add_argument("--tree", help="a bracketed tree, e.g. \"(3 (2 a) (3 (3 good) (2 film)))\"")
-    src.add_argument("--text", help="a sentence (drawn over a right-branching tree: no parser is bundled)")
+    src.add_argument("--text", help="a sentence (drawn over its parse by the run's --parser)")
     t.add_argument("--dim", type=int, default=0, help="z_u dimension that colours the nodes")
     t.add_argument("--data", help="named dataset or file: also dump the node types that most activate each z_u dimension")
     t.add_argument("--split", default="dev", choices=("train", "dev", "test"))
@@ -337,7 +337,7 @@ def cmd_export(argv) -> int:
 
 
 def cmd_cache(argv) -> int:
-    """list what adaptext keeps to reuse (token stores, derived vectors, teacher logits); --clear removes it"""
+    """list what adaptext keeps to reuse (stores, derived vectors, teacher logits, parses); --clear removes it"""
     p = argparse.ArgumentParser(prog="adaptext cache", description="What adaptext computed once and reuses, under "
                                 "$ADAPTEXT_CACHE (else ~/.cache/adaptext): token stores of data files, "
                                 "transformer-derived vectors, teacher logits.")

@@ -98,7 +98,7 @@ def create_app(run_dir, device: str = "cpu"):
     metrics = read_json(metrics_path) if metrics_path.is_file() else {}
     data = Path(clf.config["data"]).name if clf.config.get("data") else "trec-demo"   # no paths of the host
     batcher = DynamicBatcher(clf.predict)
-    read_apart = clf.entry.needs_tags            # tagging takes a while: off the event loop
+    read_apart = clf.kind in ("tree", "tree_pair")    # parsing and tagging take a while: off the event loop
     app = FastAPI(title="adaptext", description=f"{clf.config['model']} trained on {data}")
 
     @app.get("/health")

@@ -295,8 +295,8 @@ def test_explain_draw_and_top_node_types(tmp_path):
 
 # ------------------------------------------------------------------ prediction on plain text
 def test_plain_text_to_a_tree_run_is_cut_at_max_length_and_flagged(tmp_path):
-    """A text without a parse becomes a right-branching tree of its tokens, as deep as it is
-    long: it is cut at the run's max_length, as texts are, and the cut is said."""
+    """A text without a parse is parsed (the run's --parser) over its tokens, cut at the run's
+    max_length as texts are, and the cut is said."""
     import adaptext
     from adaptext.data.examples import TreeExample, TreePairExample
     from adaptext.training.run import train_run

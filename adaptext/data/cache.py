@@ -1,5 +1,5 @@
 """Where adaptext keeps what it computes once and reuses: token stores, transformer-derived
-vectors, teacher logits. ``$ADAPTEXT_CACHE``, else ``~/.cache/adaptext``; ``adaptext cache``
+vectors, teacher logits, parses. ``$ADAPTEXT_CACHE``, else ``~/.cache/adaptext``; ``adaptext cache``
 lists it and ``adaptext cache --clear`` empties it."""
 from __future__ import annotations
 

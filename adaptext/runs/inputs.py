@@ -3,13 +3,14 @@
 of standard input. The Python API, ``adaptext predict`` and the service read input here."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
 from ..data.errors import DataError
 from ..data.examples import ContextsExample, PairExample, TextExample, TreeExample, TreePairExample
-from ..data.trees import leaf_tree, tree_from_brackets
+from ..data.trees import tree_from_brackets
 
 ROLES = (("text_col", "text"), ("pair_col", "pair"), ("contexts_col", "contexts"))
 
@@ -22,8 +23,8 @@ def as_input_list(inputs) -> list:
 
 class InputReader:
     """Examples of the run's input kind from what a user hands over. ``config``: the run's
-    options (its column names); ``tokens`` and ``max_length``: how the run tokenises and cuts a
-    text (a plain text given to a tree model becomes a right-branching tree of its tokens)."""
+    options (its column names, its parser); ``tokens`` and ``max_length``: how the run tokenises
+    and cuts a text (a plain text given to a tree model is parsed with the run's ``--parser``)."""
 
     def __init__(self, kind: str, config: dict, tokens, max_length: int):
         self.kind, self.config, self.tokens, self.max_length = kind, config, tokens, max_length
@@ -39,7 +40,20 @@ class InputReader:
                 out.append(self.example(x, f"{source}:{k + 1}"))
             except ValueError as e:                           # a tree that does not parse, a wrong type
                 raise DataError(source, k + 1, str(e)) from None
-        return out
+        return self._parsed(out)
+
+    def _parsed(self, examples: list) -> list:
+        """Plain texts of tree inputs (held as token lists until now) parsed in one batch."""
+        texts = [t for ex in examples if ex.kind in ("tree", "tree_pair")
+                 for t in ((ex.tree, ex.pair) if ex.kind == "tree_pair" else (ex.tree,)) if isinstance(t, list)]
+        if not texts:
+            return examples
+        from ..parse import DEFAULT, parse_token_lists
+        trees = dict(zip(map(id, texts), parse_token_lists(texts, self.config.get("parser") or DEFAULT)))
+        fill = lambda t: trees[id(t)] if isinstance(t, list) else t
+        return [ex if ex.kind not in ("tree", "tree_pair") else
+                dataclasses.replace(ex, tree=fill(ex.tree)) if ex.kind == "tree" else
+                dataclasses.replace(ex, tree=fill(ex.tree), pair=fill(ex.pair)) for ex in examples]
 
     def example(self, x, where: str):
         if isinstance(x, str):
@@ -84,14 +98,14 @@ class InputReader:
         return TreeExample(tree, where=where, truncated=cut)
 
     def _tree(self, s: str) -> tuple:
-        """(tree, truncated): a bracketed parse as it is, or a plain text as a right-branching
-        tree of its tokens, cut at the run's max_length as texts are (its depth is its length)."""
+        """(tree, truncated): a bracketed parse as it is, or a plain text's tokens (cut at the
+        run's max_length as texts are), which ``examples`` parses with the others."""
         s = s.strip()
         if s.startswith("("):
             return tree_from_brackets(s, labels_are="labels"), False
         tokens, limit = self.tokens(s) or ["<unk>"], self.max_length
         cut = bool(limit) and len(tokens) > limit
-        return leaf_tree(tokens[:limit] if cut else tokens), cut
+        return (tokens[:limit] if cut else tokens), cut
 
     # ------------------------------------------------------------------ files
     def read(self, file: str | None, encoding: str | None = None) -> list:

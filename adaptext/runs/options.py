@@ -92,6 +92,9 @@ class TextOptions:
     oov_init: str = opt("uniform", "vectors of words missing from --embeddings", choices=("uniform", "normal"))
     oov_scale: float = opt(0.25, "their scale (uniform: +-scale; normal: std)", lowest=0)
     tagger: str = opt("nltk", "POS tagger of the tag-guided tree models")
+    parser: str = opt("bracketer", "how a tree model reads plain texts: bracketer (the span parser shipped in the "
+                                   "package), right-branching or left-branching (files of trees keep their trees)",
+                      choices=("bracketer", "right-branching", "left-branching"))
 
 
 @dataclass

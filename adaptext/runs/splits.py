@@ -2,6 +2,7 @@
 training, and again for ``evaluate`` and ``explain``, which must see a split as the run saw it."""
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -18,7 +19,30 @@ DEMO = "trec-demo"
 
 def load_data(cfg: dict, stored: bool = False, log=print):
     """The run's ``Splits``: its training file (with --dev / --test files) or a named dataset.
-    ``stored``: a file of texts, pairs or contexts is read into token stores (see ``uses_store``)."""
+    ``stored``: a file of texts, pairs or contexts is read into token stores (see ``uses_store``).
+    A tree model given texts or pairs reads them parsed (``--parser``)."""
+    splits = _read_splits(cfg, stored, log)
+    if reads_trees(cfg) and splits.kind in ("text", "pair"):
+        from ..parse import tree_kind
+        splits = dataclasses.replace(splits, train=as_trees(cfg, splits.train), dev=as_trees(cfg, splits.dev),
+                                     test=as_trees(cfg, splits.test), kind=tree_kind(splits.kind))
+    return splits
+
+
+def reads_trees(cfg: dict) -> bool:
+    return get_entry(cfg["model"]).inputs[0] in ("tree", "tree_pair")
+
+
+def as_trees(cfg: dict, examples):
+    """Text and pair examples parsed as the run parses (its tokenizer, max_length, --parser);
+    other examples (trees already) as they are."""
+    if not examples or examples[0].kind not in ("text", "pair"):
+        return examples
+    from ..parse import parsed_examples
+    return parsed_examples(examples, make_tokenizer(cfg), cfg.get("max_length", 0), cfg.get("parser", "bracketer"))
+
+
+def _read_splits(cfg: dict, stored: bool, log):
     data = cfg["data"] or DEMO
     if Path(data).exists() and not Path(data).is_dir():
         kw = {k: cfg[k] for k in READER_KEYS}
@@ -41,7 +65,7 @@ def store_options(cfg: dict, log=None) -> StoreOptions:
 def uses_store(cfg: dict, data: str) -> bool:
     """A training file goes through the token store unless the run needs its texts themselves:
     parses, the texts a distillation teacher reads, the trees a tag-guided model tags."""
-    if cfg.get("store") == "off" or cfg.get("teacher") or get_entry(cfg["model"]).needs_tags:
+    if cfg.get("store") == "off" or cfg.get("teacher") or reads_trees(cfg):
         return False
     return not file_format(data, cfg.get("format", "auto"), cfg.get("encoding")).trees
 
@@ -71,7 +95,8 @@ def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on
         run = dict(cfg, format=fmt or cfg.get("format", "auto"))
         if stored and uses_store(run, data):
             return store_options(run).split(data, run["format"], bad, **columns), bad
-        return read_file(data, run["format"], bad, **columns), bad
+        examples = read_file(data, run["format"], bad, **columns)
+        return (as_trees(run, examples) if reads_trees(run) else examples), bad
     own = data is None
     run = dict(cfg, data=data or cfg.get("data"), on_bad_line=on_bad_line, format=fmt or cfg.get("format", "auto"),
                data_dir=data_dir or cfg.get("data_dir"))

@@ -1,0 +1,139 @@
+"""Train the shipped bracketer on the SST training trees (Stanford-parser parses, binarised),
+selecting the epoch by bracketing F1 on the SST dev trees:
+
+    python -m adaptext.parse.train --data ../shared/data --out adaptext/resources/parser
+
+The Penn Treebank sample is kept for evaluation only (its licence allows no redistribution
+inside the package, and weights trained on it would carry it)."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..data.embeddings import read_vectors
+from ..data.trees import tree_from_brackets
+from .bracketer import SPECIALS, UNK, Bracketer, BracketerConfig, SpanScorer
+from .spans import bracket_f1, nontrivial, spans_of
+
+BRACKETS = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]"}
+
+
+def read_trees(path) -> list:
+    """The SST trees of a file, their words as the word tokenizer writes them."""
+    trees = [tree_from_brackets(line, labels_are="labels") for line in Path(path).read_text().splitlines() if line.strip()]
+    return [t.__class__(t.left, t.right, tuple(BRACKETS.get(w, w) if w else w for w in t.words), t.tags, t.labels)
+            for t in trees]
+
+
+def gold_matrix(tree, T: int) -> torch.Tensor:
+    """[T + 1, T + 1]: 1 at the tree's non-trivial spans."""
+    m = torch.zeros(T + 1, T + 1)
+    for i, j in nontrivial(spans_of(tree), len(tree.leaves())):
+        m[i, j] = 1
+    return m
+
+
+def valid_mask(lengths: torch.Tensor, T: int) -> torch.Tensor:
+    """[B, T + 1, T + 1]: the spans a sentence can have beyond the trivial ones."""
+    i = torch.arange(T + 1)[None, :, None]
+    j = torch.arange(T + 1)[None, None, :]
+    n = lengths[:, None, None]
+    return (j - i >= 2) & (j <= n) & ~((i == 0) & (j == n))
+
+
+# the Penn Treebank tag set NLTK's tagger writes
+PTB_TAGS = ("CC CD DT EX FW IN JJ JJR JJS LS MD NN NNS NNP NNPS PDT POS PRP PRP$ RB RBR RBS RP SYM TO UH VB VBD "
+            "VBG VBN VBP VBZ WDT WP WP$ WRB $ # `` '' -LRB- -RRB- , . :").split()
+
+
+def build(train, vectors, cfg: BracketerConfig) -> Bracketer:
+    counts = Counter(w.lower() for t in train for w in t.leaves())
+    vocab = SPECIALS + sorted(counts)
+    tags = SPECIALS[:2] + PTB_TAGS if cfg.tag_dim else None
+    model = SpanScorer(cfg, len(vocab), len(tags or ()))
+    with torch.no_grad():
+        for k, w in enumerate(vocab):
+            if w in vectors:
+                model.embed.weight[k] = torch.as_tensor(vectors[w])
+    return Bracketer(model, vocab, tags), counts
+
+
+def step(bracketer: Bracketer, batch, counts, opt, word_dropout: float) -> float:
+    sentences = [t.leaves() for t in batch]
+    words, suffixes, lengths, tags = bracketer.encode(sentences)
+    rare = torch.tensor([[0] + [counts[w.lower()] == 1 for w in s] + [0] * (words.shape[1] - len(s) - 1)
+                         for s in sentences], dtype=torch.bool)
+    words = words.masked_fill(rare & (torch.rand(words.shape) < word_dropout), UNK)   # learn what <unk> means
+    T = words.shape[1] - 2
+    scores = bracketer.model(words, suffixes, lengths, tags)
+    gold = torch.stack([gold_matrix(t, T) for t in batch])
+    mask = valid_mask(lengths, T)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(scores[mask], gold[mask])
+    opt.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(bracketer.model.parameters(), 5.0)
+    opt.step()
+    return loss.item()
+
+
+def evaluate(bracketer: Bracketer, trees) -> float:
+    bracketer.model.eval()
+    return bracket_f1(trees, bracketer.parse([t.leaves() for t in trees]))
+
+
+def train(data: Path, out: Path, epochs: int, patience: int, seed: int, cfg: BracketerConfig, lr: float = 2e-3,
+          batch_size: int = 32, word_dropout: float = 0.3) -> float:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    train_trees, dev = read_trees(data / "sst_ptb" / "train.txt"), read_trees(data / "sst_ptb" / "dev.txt")
+    words = {w.lower() for t in train_trees for w in t.leaves()}
+    vectors, _ = read_vectors(data / "glove" / "glove.6B.50d.subset.txt.gz", wanted=words)
+    bracketer, counts = build(train_trees, vectors, cfg)
+    opt = torch.optim.Adam(bracketer.model.parameters(), lr=lr)
+    halve = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="max", factor=0.5, patience=0)
+    best, waited = -1.0, 0
+    for epoch in range(1, epochs + 1):
+        t0, order = time.perf_counter(), sorted(train_trees, key=lambda t: len(t.leaves()) + random.random() * 6)
+        batches = [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
+        random.shuffle(batches)
+        bracketer.model.train()
+        losses = [step(bracketer, b, counts, opt, word_dropout) for b in batches]
+        f1 = evaluate(bracketer, dev)
+        print(f"epoch {epoch}: loss {np.mean(losses):.4f}  dev F1 {f1:.2f}  ({time.perf_counter() - t0:.0f}s)", flush=True)
+        halve.step(f1)
+        if f1 > best:
+            best, waited = f1, 0
+            bracketer.save(out)
+        else:
+            waited += 1
+            if waited >= patience:
+                break
+    return best
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2].parent / "shared" / "data"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "resources" / "parser"))
+    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--patience", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    for f in dataclasses.fields(BracketerConfig):
+        ap.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
+    a = ap.parse_args(argv)
+    torch.set_num_threads(2)
+    cfg = BracketerConfig(**{f.name: getattr(a, f.name) for f in dataclasses.fields(BracketerConfig)})
+    best = train(Path(a.data), Path(a.out), a.epochs, a.patience, a.seed, cfg, a.lr)
+    print(f"best dev F1 {best:.2f}; saved to {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""Tree models on plain text: the shipped bracketer (CKY over span scores), the baselines, the
+parse cache, and training / predicting / evaluating tree models on files of plain texts."""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+import adaptext
+from adaptext.cli import main
+from adaptext.data.readers import read_trec_raw
+from adaptext.data.trees import leaf_tree, tree_from_brackets
+from adaptext.parse import MAX_WORDS, left_tree, parse_token_lists
+from adaptext.parse.bracketer import cky, tree_from_splits
+from adaptext.parse.spans import bracket_f1, spans_of
+
+from conftest import BUNDLED_TREC, DATA, needs_data
+
+
+def _binary_trees(i, j):
+    """Every binary tree over words i..j-1, as its set of inner spans."""
+    if j - i == 1:
+        return [frozenset()]
+    return [a | b | {(i, j)} for k in range(i + 1, j) for a in _binary_trees(i, k) for b in _binary_trees(k, j)]
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 7])
+def test_cky_finds_the_best_scoring_binary_tree(n):
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        scores = rng.normal(size=(n + 1, n + 1))
+        tree = tree_from_splits([f"w{k}" for k in range(n)], cky(scores[None], [n])[0])
+        best = max(sum(scores[s] for s in spans) for spans in _binary_trees(0, n))
+        assert sum(scores[s] for s in spans_of(tree)) == pytest.approx(best)
+        assert tree.leaves() == [f"w{k}" for k in range(n)]
+
+
+def test_bracket_f1_against_known_trees():
+    gold = tree_from_brackets("(X (X (X (X a) (X b)) (X c)) (X d))")          # ((a b) c) d
+    words = gold.leaves()
+    assert bracket_f1([gold], [gold]) == bracket_f1([gold], [left_tree(words)]) == 100
+    assert bracket_f1([gold], [leaf_tree(words)]) == 0                       # (b c d), (c d)
+    balanced = tree_from_brackets("(X (X (X a) (X b)) (X (X c) (X d)))")
+    assert bracket_f1([gold], [balanced]) == 50                              # (a b) found, (c d) not gold
+
+
+def test_long_empty_and_foreign_inputs_parse_without_failing():
+    long = [f"w{k % 50}" for k in range(5000)]
+    long[39::40] = ["."] * len(long[39::40])
+    trees = parse_token_lists([long, [], ["東京", "は", "大きい"], ["Привет", "мир", "!"]], "right-branching")
+    assert trees[0].leaves() == long and trees[1].leaves() == ["<unk>"]
+    assert trees[2].leaves() == ["東京", "は", "大きい"]
+    spans = set(spans_of(trees[0]))
+    assert (0, 40) in spans and (40, 80) in spans and (0, 80) not in spans       # a sentence a piece
+    assert (40, 5000) in spans and not any(j - i > MAX_WORDS for i, j in spans if (i, j) != (0, 5000) and j != 5000)
+
+
+def test_parses_are_cached_by_parser_and_tokens(monkeypatch):
+    import adaptext.parse as P
+    texts = [[f"w{k}", "and", f"v{k}", "."] for k in range(100)]
+    first = parse_token_lists(texts, "left-branching")
+    calls, parse = [], P._parse_batch
+    monkeypatch.setattr(P, "_parse_batch", lambda name, s: calls.append(name) or parse(name, s))
+    again = parse_token_lists(texts, "left-branching")
+    assert calls == [] and [t.left for t in again] == [t.left for t in first]
+    assert [t.leaves() for t in again] == texts
+    other = parse_token_lists(texts, "right-branching")       # another parser is not read from that cache
+    assert calls == ["right-branching"] and other[0].left != first[0].left
+
+
+@needs_data
+def test_the_shipped_bracketer_parses_sst_dev_far_better_than_right_branching():
+    from adaptext.parse.train import read_trees
+    gold = read_trees(DATA / "sst_ptb" / "dev.txt")[:300]
+    parsed = parse_token_lists([t.leaves() for t in gold], "bracketer", cache=False)
+    assert [t.leaves() for t in parsed] == [t.leaves() for t in gold]
+    f1 = bracket_f1(gold, parsed)
+    assert f1 > 70 and f1 > 3 * bracket_f1(gold, [leaf_tree(t.leaves()) for t in gold])
+
+
+def _questions_csv(tmp_path, n=150):
+    path = tmp_path / "questions.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["question", "type"])
+        w.writerows([q.text, q.label] for q in read_trec_raw(BUNDLED_TREC)[:n])
+    return path
+
+
+TINY_TG = ["--embed-dim", "8", "--hidden", "6", "--tag-dim", "4", "--hyper-hidden", "5", "--hyper-input", "6",
+           "--z-dim", "3", "--epochs", "1"]
+
+
+def test_a_tag_guided_tree_model_trains_and_predicts_on_a_plain_csv(tmp_path, capsys):
+    pytest.importorskip("nltk")
+    data = _questions_csv(tmp_path)
+    out = tmp_path / "tg"
+    assert main(["train", "--model", "tg_htreelstm", "--data", str(data), "--text-col", "question",
+                 "--label-col", "type", "--test", str(data), "--out", str(out), *TINY_TG]) == 0
+    capsys.readouterr()
+    config = json.loads((out / "config.json").read_text())
+    assert config["text"]["parser"] == "bracketer"
+    inputs = tmp_path / "in.txt"
+    inputs.write_text("Who wrote Hamlet ?\n\n" + " ".join(["very"] * 5000) + "\n東京はどこですか\n")
+    assert main(["predict", str(out), str(inputs)]) == 0
+    lines = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 4 and all(l["label"] for l in lines)
+    assert lines[2].get("truncated") is True                  # cut at max_length like any text
+    clf = adaptext.load(out)
+    (ex,) = clf.as_examples(["What is the capital of Peru ?"])
+    assert ex.tree.leaves() == clf.tokens("What is the capital of Peru ?")
+    assert ex.tree.tags[-1] is not None                        # tagged: POS at leaves, phrase tags inside
+
+
+def test_a_tree_model_evaluates_a_plain_file_and_keeps_its_parser(tmp_path, capsys):
+    data = _questions_csv(tmp_path)
+    out = tmp_path / "tl"
+    assert main(["train", "--model", "treelstm", "--data", str(data), "--text-col", "question", "--label-col", "type",
+                 "--parser", "right-branching", "--test", str(data), "--out", str(out), "--embed-dim", "8", "--hidden", "6",
+                 "--epochs", "1"]) == 0
+    capsys.readouterr()
+    (ex,) = adaptext.load(out).as_examples(["Who is it ?"])
+    assert set(spans_of(ex.tree)) == set(spans_of(leaf_tree(["who", "is", "it", "?"])))
+    assert main(["evaluate", str(out), "--data", str(data)]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 150
+    with pytest.raises(SystemExit):
+        main(["train", "--model", "treelstm", "--data", str(data), "--parser", "cyk", "--out", str(tmp_path / "bad")])
+    assert "--parser: invalid choice: 'cyk'" in capsys.readouterr().err
