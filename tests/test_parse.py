@@ -126,3 +126,22 @@ def test_a_tree_model_evaluates_a_plain_file_and_keeps_its_parser(tmp_path, caps
     with pytest.raises(SystemExit):
         main(["train", "--model", "treelstm", "--data", str(data), "--parser", "cyk", "--out", str(tmp_path / "bad")])
     assert "--parser: invalid choice: 'cyk'" in capsys.readouterr().err
+
+
+def test_a_tree_model_cross_validates_on_plain_pairs_and_predicts_pairs(tmp_path, capsys):
+    from conftest import bundled_examples
+    data = tmp_path / "pairs.csv"
+    with open(data, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "pair", "label"])
+        w.writerows([e.text, e.pair, e.label] for e in bundled_examples("pair", 80))
+    out = tmp_path / "pairs"
+    assert main(["train", "--model", "treelstm", "--data", str(data), "--pair-col", "pair", "--cv", "2",
+                 "--out", str(out), "--embed-dim", "8", "--hidden", "6", "--epochs", "1"]) == 0
+    capsys.readouterr()
+    assert len(json.loads((out / "metrics.json").read_text())["cv"]["test_accuracy"]) == 2
+    clf = adaptext.load(out / "fold-1")
+    assert clf.kind == "tree_pair"
+    (ex,) = clf.as_examples([{"text": "Who wrote Hamlet ?", "pair": "Shakespeare did ."}])
+    assert ex.tree.leaves() == ["who", "wrote", "hamlet", "?"] and ex.pair.leaves() == ["shakespeare", "did", "."]
+    assert len(clf.predict([{"text": "Who wrote Hamlet ?", "pair": "Shakespeare did ."}])) == 1
