@@ -118,8 +118,9 @@ def integrated_gradients(model, batch, target=None, steps: int = 50, tolerance: 
     """Attributions of the real tokens of ``batch`` to the logit of ``target`` (a class id, one
     per example, or None: each example's predicted class).
 
-    Returns {"fields", "scores" [P], "target" [B], "predicted" [B], "logit" [B], "baseline_logit" [B], "gap" [B]
-    (|sum of an example's scores - (logit - baseline_logit)| / |logit - baseline_logit|), "steps"}:
+    Returns {"fields", "scores" [P], "target" [B], "predicted" [B], "logit" [B], "baseline_logit"
+    [B], "gap" [B] (|sum of an example's scores - (logit - baseline_logit)| / |logit -
+    baseline_logit|), "steps"}:
     steps double from ``steps`` until every example's gap is within ``tolerance`` (or under
     ``NOISE`` logits), or ``max_steps`` is reached."""
     try:
