@@ -31,14 +31,10 @@ def explain_inputs(clf, inputs, label: str | None = None, steps: int = 50, batch
     check_explainable(clf.model)
     target = _class_id(clf, label)
     examples = clf.as_examples(as_input_list(inputs))
-    items = clf.pipeline.encoder.encode(examples, with_labels=False)
+    items = clf.pipeline.items_of(examples)
     records = []
     for lo in range(0, len(items), batch_size):
         chunk = items[lo:lo + batch_size]
-        for k, it in enumerate(chunk):
-            it.index = k
-            if it.text is not None and len(it.text) == 0:      # read as one unknown word, as predict does
-                it.text = np.asarray([1], dtype=np.int64)
         result = integrated_gradients(clf.model, clf.collate(chunk), target, steps, tolerance)
         records += [_record(clf, result, b, examples[lo + b], it) for b, it in enumerate(chunk)]
     return records
@@ -54,14 +50,15 @@ def _class_id(clf, label):
 
 def _record(clf, result: dict, b: int, example, item) -> dict:
     names = clf.labels.labels
-    total = sum(float(s.sum()) for _, s in per_example(result, b))
+    segments = per_example(result, b)
+    total = sum(float(s.sum()) for _, s in segments)
     return {"label": names[int(result["predicted"][b])], "target": names[int(result["target"][b])], "logit": round(float(result["logit"][b]), 6),
             "baseline_logit": round(float(result["baseline_logit"][b]), 6), "attribution_sum": round(total, 6),
             "gap": round(float(result["gap"][b]), 6), "steps": result["steps"],
             "truncated": bool(item.truncated),
             "segments": [{"name": name, "tokens": _tokens(clf, example, name, len(scores)),
                           "scores": [round(float(v), 6) for v in scores]}
-                         for name, scores in per_example(result, b)]}
+                         for name, scores in segments]}
 
 
 def _tokens(clf, example, segment: str, n: int) -> list[str]:

@@ -43,6 +43,7 @@ def shipped_bracketer(folder: str = str(SHIPPED)):
     return Bracketer.load(folder)
 
 
+@lru_cache(maxsize=None)
 def identity(name: str) -> str:
     """What names a parser's output in the cache: its weights' hash for the bracketer."""
     if name != "bracketer":

@@ -101,7 +101,11 @@ class Pipeline:
 
     def items(self, inputs, start: int = 0) -> list:
         """Encoded inputs, unlabelled; a text empty after tokenisation is read as one unknown word."""
-        items = self.encoder.encode(self.examples(inputs, start), with_labels=False)
+        return self.items_of(self.examples(inputs, start))
+
+    def items_of(self, examples: list) -> list:
+        """``items`` of examples already read (and tagged)."""
+        items = self.encoder.encode(examples, with_labels=False)
         for k, it in enumerate(items):
             it.index = k
             if it.text is not None and len(it.text) == 0:
