@@ -311,10 +311,13 @@ def cmd_serve(argv) -> int:
     p.add_argument("--threads", type=positive_int, default=1,
                    help="torch threads of the model in each process (default 1)")
     p.add_argument("--workers", type=positive_int, default=1,
-                   help="server processes sharing the port, each with the model (e.g. one per core)")
+                   help="server processes sharing the port, each with its own model")
+    p.add_argument("--in-process", action="store_true",
+                   help="the model in a thread of the server's process, not in a process of its own "
+                        "(half the memory; a server on one core)")
     a = p.parse_args(argv)
     from .serve import serve
-    serve(a.run_dir, a.host, a.port, a.device, a.threads, a.workers)
+    serve(a.run_dir, a.host, a.port, a.device, a.threads, a.workers, not a.in_process)
     return 0
 
 

@@ -9,16 +9,23 @@ answers ``{"predictions": [{"label", "probs", ...}]}``. A body that is not UTF-8
 shape, too many or too long inputs, or a body over ``MAX_BODY`` bytes answers 422 with the
 problem.
 
-Concurrent requests are batched together, as inference servers do: a request's inputs are read
-(parsed, checked, tagged) in a thread of their own, then wait at most ``MAX_WAIT`` seconds for
-other requests' inputs to join them, up to ``MAX_BATCH`` inputs, and the model reads them in one
-call, in a single worker thread off the event loop. A malformed input fails its own request only.
+Concurrent requests are batched together, as inference servers do: the event loop reads and
+checks each request's inputs (parsing and tagging a tree model's in a thread), and the model,
+off the event loop, reads every request queued since its last call in one call of at most
+``MAX_BATCH`` inputs. ``adaptext serve`` runs the model in a process of its own (``ProcessBatcher``),
+``create_app`` by default in a thread (``DynamicBatcher``). A malformed input fails its own
+request only; GET /health answers 503 once the model process has gone.
 """
 
 import asyncio
+import itertools
 import json
+import multiprocessing
 import os
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
+import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from .data.errors import MissingResource, UsageError
@@ -31,87 +38,228 @@ MAX_BATCH = 256          # inputs the model reads in one call
 MAX_WAIT = 0.002         # seconds, at most, an idle model waits for requests on their way
 
 
+class ModelUnavailable(RuntimeError):
+    """The model process has gone: answered 503."""
+
+
+def take_batch(first, more, max_batch: int, max_wait: float) -> list:
+    """``first`` (a queued ``(examples, tag)``) and the requests ``more()`` hands over (None when
+    none is queued), up to ``max_batch`` inputs, gathering for at most ``max_wait`` seconds."""
+    waiting, size = [first], len(first[0])
+    deadline = time.monotonic() + max_wait
+    while size < max_batch and time.monotonic() < deadline:
+        request = more()
+        if request is None:
+            break
+        waiting.append(request)
+        size += len(request[0])
+    return waiting
+
+
+def answer_batch(predict, waiting: list) -> list:
+    """``[(tag, decisions of its examples)]`` from one ``predict`` call over the batch, or
+    ``[(tag, the exception)]`` for every request of a batch that failed: none is lost."""
+    try:
+        decisions = predict([x for examples, _ in waiting for x in examples])
+    except Exception as e:
+        return [(tag, e) for _, tag in waiting]
+    out, start = [], 0
+    for examples, tag in waiting:
+        out.append((tag, decisions[start:start + len(examples)]))
+        start += len(examples)
+    return out
+
+
+def settle(future, answer) -> None:
+    if future is None or future.done():          # a client that went away
+        return
+    if isinstance(answer, Exception):
+        future.set_exception(answer)
+    else:
+        future.set_result(answer)
+
+
 class DynamicBatcher:
-    """Joins the inputs of concurrent requests into one model call. ``predict(examples)`` runs
-    in one worker thread; ``submit(examples)`` answers with the decisions of those examples."""
+    """Joins the inputs of concurrent requests into one model call, the model in a thread of
+    this process. ``predict(examples)`` runs in that thread; ``submit(examples)`` answers with
+    the decisions of those examples.
+
+    The model thread takes its next batch itself as soon as it is free: every request queued
+    while it read the last one (continuous batching), so it never waits for the event loop
+    between batches. An idle model lets requests already on their way join the first one, for
+    at most ``max_wait`` seconds."""
 
     def __init__(self, predict, max_batch: int = MAX_BATCH, max_wait: float = MAX_WAIT):
         self.predict, self.max_batch, self.max_wait = predict, max_batch, max_wait
-        self.worker = ThreadPoolExecutor(1, thread_name_prefix="adaptext-model")
-        self.loop = self.queue = self.task = None
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = None
         self.calls = self.inputs = 0             # model calls and the inputs they read (see /info)
 
     async def submit(self, examples: list) -> list:
         loop = asyncio.get_running_loop()
-        if loop is not self.loop:            # started with the loop that serves (a test client's may change)
-            self.loop, self.queue = loop, asyncio.Queue()
-            self.task = loop.create_task(self._run())
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._serve, name="adaptext-model", daemon=True)
+            self.thread.start()
         future = loop.create_future()
-        await self.queue.put((examples, future))
+        self.queue.put((examples, (future, loop)))
         return await future
 
-    async def _run(self) -> None:
-        """Continuous batching: while the model reads one batch, the requests that arrive queue up
-        and form the next; an idle model starts at once, after one turn of the event loop (and at
-        most ``max_wait``) for requests already on their way."""
-        loop = asyncio.get_running_loop()
+    def _serve(self) -> None:
         while True:
-            waiting = [await self.queue.get()]
-            size, deadline = len(waiting[0][0]), loop.time() + self.max_wait
-            while size < self.max_batch and loop.time() < deadline:
-                if self.queue.empty():
-                    await asyncio.sleep(0)
-                    if self.queue.empty():
-                        break
-                waiting.append(self.queue.get_nowait())
-                size += len(waiting[-1][0])
-            await self._answer(loop, waiting)
+            waiting = take_batch(self.queue.get(), self._queued, self.max_batch, self.max_wait)
+            self.calls, self.inputs = self.calls + 1, self.inputs + sum(len(e) for e, _ in waiting)
+            for (future, loop), answer in answer_batch(self.predict, waiting):
+                try:
+                    loop.call_soon_threadsafe(settle, future, answer)
+                except RuntimeError:             # its event loop has closed: the client is gone
+                    pass
 
-    async def _answer(self, loop, waiting: list) -> None:
-        inputs = [x for examples, _ in waiting for x in examples]
-        self.calls, self.inputs = self.calls + 1, self.inputs + len(inputs)
+    def _queued(self):
         try:
-            decisions = await loop.run_in_executor(self.worker, self.predict, inputs)
-        except Exception as e:               # answered to every request of the batch, never lost
-            for _, future in waiting:
-                if not future.done():
-                    future.set_exception(e)
+            return self.queue.get_nowait()
+        except queue.Empty:
+            time.sleep(0)                        # lets the event loop hand over what it has read
+            return None if self.queue.empty() else self.queue.get_nowait()
+
+    def healthy(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+class ProcessBatcher:
+    """``DynamicBatcher`` with the model in a process of its own: this process reads HTTP and
+    checks inputs while the model process, whenever it is free, takes every request queued so
+    far as its next batch. Python's lock serialises a thread's Python with the event loop's; two
+    processes do not, which is what makes the service answer at batch speed on a CPU."""
+
+    def __init__(self, run_dir, device: str = "cpu", threads: int = 1, max_batch: int = MAX_BATCH,
+                 max_wait: float = MAX_WAIT):
+        ctx = multiprocessing.get_context("spawn")        # a fork would copy torch's threads
+        child_requests, self.requests = ctx.Pipe(duplex=False)
+        self.answers, child_answers = ctx.Pipe(duplex=False)
+        self.process = ctx.Process(target=_model_process, name="adaptext-model", daemon=True,
+                                   args=(child_requests, child_answers, str(run_dir), device, threads, max_batch, max_wait))
+        self.process.start()
+        child_requests.close()                   # so that each side sees the end of the other
+        child_answers.close()
+        self._ready()
+        self.pending: dict = {}
+        self.ids, self.loop, self.failure = itertools.count(), None, None
+        self.calls = self.inputs = 0
+
+    def _ready(self) -> None:
+        try:
+            status, message = self.answers.recv()
+        except EOFError:
+            status, message = "error", f"the model process stopped (exit code {self.process.exitcode})"
+        if status != "ready":
+            self.process.kill()
+            raise MissingResource(f"the model could not start: {message}")
+
+    async def submit(self, examples: list) -> list:
+        loop = asyncio.get_running_loop()
+        if loop is not self.loop:                # started with the loop that serves (a test client's may change)
+            if self.loop is not None and not self.loop.is_closed():
+                self.loop.remove_reader(self.answers.fileno())
+            self.loop = loop
+            loop.add_reader(self.answers.fileno(), self._read)
+        if self.failure:
+            raise ModelUnavailable(self.failure)
+        rid = next(self.ids)
+        future = self.pending[rid] = loop.create_future()
+        try:
+            self.requests.send((examples, rid))
+        except OSError:
+            self._stopped()
+        return await future
+
+    def _read(self) -> None:
+        try:
+            answers = self.answers.recv()
+        except EOFError:
+            self._stopped()
             return
-        start = 0
-        for examples, future in waiting:
-            if not future.done():            # a client that went away
-                future.set_result(decisions[start:start + len(examples)])
-            start += len(examples)
+        self.calls, self.inputs = self.calls + 1, self.inputs + answers[0]
+        for rid, answer in answers[1]:
+            settle(self.pending.pop(rid, None), answer)
+
+    def _stopped(self) -> None:
+        """The model process has gone (killed, out of memory): every waiting request and every
+        later one is answered with that, and /health says it."""
+        self.process.join(1)
+        self.failure = f"the model process stopped (exit code {self.process.exitcode})"
+        self.loop.remove_reader(self.answers.fileno())
+        for future in self.pending.values():
+            settle(future, ModelUnavailable(self.failure))
+        self.pending.clear()
+
+    def healthy(self) -> str | None:
+        return self.failure
+
+    def close(self) -> None:
+        self.requests.close()                    # the model process reads the end and leaves
+        self.process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
 
 
-def create_app(run_dir, device: str = "cpu"):
+def _model_process(requests, answers, run_dir: str, device: str, threads: int, max_batch: int, max_wait: float):
+    """The model's side of ``ProcessBatcher``: load the run, then answer batch after batch until
+    the server closes its end."""
+    import torch
+    torch.set_num_threads(threads)
+    from . import load
+    try:
+        clf = load(run_dir, device=device)
+    except Exception as e:
+        answers.send(("error", f"{type(e).__name__}: {e}"))
+        return
+    answers.send(("ready", None))
+    queued = lambda: requests.recv() if requests.poll() else None  # noqa: E731
+    while True:
+        try:
+            waiting = take_batch(requests.recv(), queued, max_batch, max_wait)
+        except EOFError:                         # the server has gone
+            return
+        out = [(rid, RuntimeError(f"{type(a).__name__}: {a}") if isinstance(a, Exception) else a)
+               for rid, a in answer_batch(clf.predict, waiting)]
+        answers.send((sum(len(e) for e, _ in waiting), out))
+
+
+def create_app(run_dir, device: str = "cpu", model_process: bool = False, threads: int = 1):
+    """The FastAPI app of a run; ``model_process``: the model in a process of its own with
+    ``threads`` torch threads (see ``ProcessBatcher``), else in a thread of this one."""
     try:
         from fastapi import FastAPI, HTTPException, Request, Response
+        from fastapi.responses import JSONResponse
         from starlette.concurrency import run_in_threadpool
     except ImportError as e:  # pragma: no cover - depends on the optional extra
         raise MissingResource("serving needs FastAPI: pip install 'adaptext[serve]'") from e
     from . import load
-    from .runs.files import read_json
 
     clf = load(run_dir, device=device)
-    metrics_path = Path(run_dir) / "metrics.json"
-    metrics = read_json(metrics_path) if metrics_path.is_file() else {}
-    data = Path(clf.config["data"]).name if clf.config.get("data") else "trec-demo"   # no paths of the host
-    batcher = DynamicBatcher(clf.predict)
+    about = describe(clf, run_dir)
+    batcher = ProcessBatcher(run_dir, device, threads) if model_process else DynamicBatcher(clf.predict)
     read_apart = clf.kind in ("tree", "tree_pair")    # parsing and tagging take a while: off the event loop
-    app = FastAPI(title="adaptext", description=f"{clf.config['model']} trained on {data}")
+
+    @asynccontextmanager
+    async def lifespan(app):              # the model process ends with the server
+        yield
+        batcher.close()
+
+    app = FastAPI(title="adaptext", description=f"{about['model']} trained on {about['data']}", lifespan=lifespan)
 
     @app.get("/health")
     def health():
-        return {"status": "ok"}
+        failure = batcher.healthy()
+        return JSONResponse({"status": "error", "detail": failure}, 503) if failure else {"status": "ok"}
 
     @app.get("/info")
     def info():
-        return {"model": clf.config["model"], "task": clf.kind, "labels": clf.labels.labels,
-                "multilabel": clf.labels.multilabel, "data": data,
-                "test": {k: metrics.get("test", {}).get(k) for k in ("accuracy", "macro_f1", "micro_f1")},
-                "batching": {"model_calls": batcher.calls, "inputs": batcher.inputs,
-                             "mean_batch": round(batcher.inputs / max(batcher.calls, 1), 2)}}
+        return {**about, "batching": {"model_calls": batcher.calls, "inputs": batcher.inputs,
+                                      "mean_batch": round(batcher.inputs / max(batcher.calls, 1), 2)}}
 
     @app.post("/predict")
     async def predict(request: Request):
@@ -121,6 +269,8 @@ def create_app(run_dir, device: str = "cpu"):
             predictions = await batcher.submit(examples)
         except (UsageError, TypeError) as e:
             raise HTTPException(422, str(e)) from None
+        except ModelUnavailable as e:
+            raise HTTPException(503, str(e)) from None
         return Response(json.dumps({"predictions": predictions}), media_type="application/json")
 
     @app.post("/explain")
@@ -137,6 +287,18 @@ def create_app(run_dir, device: str = "cpu"):
         return Response(json.dumps({"explanations": records}), media_type="application/json")
 
     return app
+
+
+def describe(clf, run_dir) -> dict:
+    """What /info says of a run: model, task, labels, the data's file name (no paths of the host)
+    and its test metrics."""
+    from .runs.files import read_json
+    metrics_path = Path(run_dir) / "metrics.json"
+    metrics = read_json(metrics_path) if metrics_path.is_file() else {}
+    return {"model": clf.config["model"], "task": clf.kind, "labels": clf.labels.labels,
+            "multilabel": clf.labels.multilabel,
+            "data": Path(clf.config["data"]).name if clf.config.get("data") else "trec-demo",
+            "test": {k: metrics.get("test", {}).get(k) for k in ("accuracy", "macro_f1", "micro_f1")}}
 
 
 async def read_body(request) -> bytes:
@@ -183,16 +345,16 @@ def _chars(x) -> int:
 
 
 def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu", threads: int = 1,
-          workers: int = 1) -> None:
-    """``threads``: torch's threads per process; ``workers``: server processes, each with the model
-    and its own batcher, sharing the port (one process answers on one core: Python's lock holds
-    its event loop and its model's Python to one at a time)."""
+          workers: int = 1, model_process: bool = True) -> None:
+    """``threads``: torch's threads of the model; ``workers``: server processes sharing the port,
+    each with its own model and batcher; ``model_process``: each model in a process of its own
+    (two cores for one server: the HTTP side and the model), else in a thread of the server's."""
     try:
         import uvicorn
     except ImportError as e:
         raise MissingResource("serving needs uvicorn: pip install 'adaptext[serve]'") from e
     os.environ.update(ADAPTEXT_SERVE_RUN=str(Path(run_dir).resolve()), ADAPTEXT_SERVE_DEVICE=device,
-                      ADAPTEXT_SERVE_THREADS=str(threads))
+                      ADAPTEXT_SERVE_THREADS=str(threads), ADAPTEXT_SERVE_MODEL_PROCESS=str(int(model_process)))
     if workers == 1:
         uvicorn.run(app_from_environment(), host=host, port=port, log_level="warning")
     else:
@@ -204,5 +366,7 @@ def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu
 def app_from_environment():
     """The app of ``serve``'s run, made in each worker process."""
     import torch
-    torch.set_num_threads(int(os.environ["ADAPTEXT_SERVE_THREADS"]))
-    return create_app(os.environ["ADAPTEXT_SERVE_RUN"], os.environ["ADAPTEXT_SERVE_DEVICE"])
+    threads = int(os.environ["ADAPTEXT_SERVE_THREADS"])
+    torch.set_num_threads(threads)
+    return create_app(os.environ["ADAPTEXT_SERVE_RUN"], os.environ["ADAPTEXT_SERVE_DEVICE"],
+                      os.environ.get("ADAPTEXT_SERVE_MODEL_PROCESS") == "1", threads)

@@ -3,7 +3,7 @@ each send requests of K short texts until a fixed number of requests or a time l
 requests/s, texts/s, p50 / p99 latency and the status codes, beside the same run's offline
 `predict` throughput (batches of 64, measured first, before the server starts).
 
-    python benchmarks/serve_load.py RUN_DIR --clients 8 --requests 4000 --texts 4 --time-limit 60
+    python benchmarks/serve_load.py RUN_DIR --clients 8 --requests 4000 --texts 4 --time-limit 60 [-- SERVE OPTIONS]
 
 Used by benchmarks/scale.py; on its own it prints the rows as JSON."""
 from __future__ import annotations
@@ -50,9 +50,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(run_dir, port: int, workers: int = 1) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "adaptext.cli", "serve", str(run_dir), "--port", str(port),
-                             "--workers", str(workers)],
+def start_server(run_dir, port: int, options: tuple = ()) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-m", "adaptext.cli", "serve", str(run_dir), "--port", str(port), *options],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -100,14 +99,16 @@ async def _load(port: int, clients: int, requests: int, texts_per_request: int, 
 
 
 def measure(run_dir, clients: int = 8, requests: int = 4000, texts_per_request: int = 4,
-            time_limit: float = 60.0, warmup: int = 1000, workers: int = 1) -> dict:
+            time_limit: float = 60.0, warmup: int = 1000, options: tuple = ()) -> dict:
+    """The load's figures for a server started with ``options`` (``adaptext serve`` options)."""
     texts = short_texts()
     offline = offline_texts_per_s(run_dir, texts)
     port = free_port()
-    server = start_server(run_dir, port, workers)
+    server = start_server(run_dir, port, options)
     try:
         asyncio.run(_load(port, clients, warmup, texts_per_request, time_limit, texts))
         results, seconds = asyncio.run(_load(port, clients, requests, texts_per_request, time_limit, texts))
+        batching = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/info", timeout=5).read())["batching"]
     finally:
         server.terminate()
         server.wait(10)
@@ -116,7 +117,7 @@ def measure(run_dir, clients: int = 8, requests: int = 4000, texts_per_request: 
     for _, s in results:
         statuses[str(s)] = statuses.get(str(s), 0) + 1
     n = len(results)
-    return {"clients": clients, "workers": workers, "texts_per_request": texts_per_request, "requests": n, "seconds": round(seconds, 2),
+    return {"clients": clients, "options": " ".join(options), "mean_batch": batching["mean_batch"], "texts_per_request": texts_per_request, "requests": n, "seconds": round(seconds, 2),
             "requests_per_s": round(n / seconds, 1), "texts_per_s": round(n * texts_per_request / seconds, 1),
             "p50_ms": round(float(np.percentile(latency, 50)), 1), "p99_ms": round(float(np.percentile(latency, 99)), 1),
             "statuses": statuses, "offline_texts_per_s": round(offline, 1),
@@ -130,9 +131,9 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=4000)
     ap.add_argument("--texts", type=int, default=4, help="texts per request")
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds, at most")
-    ap.add_argument("--workers", type=int, default=1, help="server processes")
+    ap.add_argument("options", nargs="*", help="after --: options of adaptext serve (e.g. --in-process)")
     a = ap.parse_args()
-    print(json.dumps(measure(a.run_dir, a.clients, a.requests, a.texts, a.time_limit, workers=a.workers), indent=1))
+    print(json.dumps(measure(a.run_dir, a.clients, a.requests, a.texts, a.time_limit, options=tuple(a.options)), indent=1))
 
 
 if __name__ == "__main__":

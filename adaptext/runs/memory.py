@@ -3,6 +3,7 @@ while batches of different lengths come and go."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
 
@@ -33,7 +34,9 @@ class MemoryGuard:
         return True
 
 
+@functools.cache
 def _malloc_trim():
+    """glibc's ``malloc_trim``, looked up once (loading a library builds a class each time)."""
     if not sys.platform.startswith("linux"):
         return None
     try:

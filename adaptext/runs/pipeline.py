@@ -40,7 +40,8 @@ def predict_probs(model, items, collate: Collator, multilabel: bool, batch_size:
 @torch.no_grad()
 def model_outputs(model, items, collate: Collator, transform, batch_size: int = 256) -> np.ndarray:
     """[len(items), classes] of ``transform(logits)``, batch by batch, in the items' order."""
-    model.eval()
+    if model.training:                    # a recursive call over every module: not for each small request
+        model.eval()
     out = np.zeros((len(items), collate.num_classes), dtype=np.float32)
     pos = {index: k for k, index in enumerate(item_indices(items))}
     device, guard = next(model.parameters()).device, MemoryGuard()
