@@ -131,9 +131,9 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=4000)
     ap.add_argument("--texts", type=int, default=4, help="texts per request")
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds, at most")
-    ap.add_argument("options", nargs="*", help="after --: options of adaptext serve (e.g. --in-process)")
-    a = ap.parse_args()
-    print(json.dumps(measure(a.run_dir, a.clients, a.requests, a.texts, a.time_limit, options=tuple(a.options)), indent=1))
+    a, options = ap.parse_known_args()          # the rest (after --): options of adaptext serve
+    options = tuple(o for o in options if o != "--")
+    print(json.dumps(measure(a.run_dir, a.clients, a.requests, a.texts, a.time_limit, options=options), indent=1))
 
 
 if __name__ == "__main__":
