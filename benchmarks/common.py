@@ -216,7 +216,7 @@ def merge_docs(docs: list[dict]) -> list[dict]:
         if not r["seeds"] or len(r["seeds"]) != len(r["values"]):      # rows written before seeds were kept
             r.pop("seeds")
         secs = [x for x in r.pop("_secs") if x is not None]
-        if "ratio" not in r:
+        if "ratio" not in r and all(isinstance(v, (int, float)) for v in r["values"]):   # not status codes
             r.update(stats(r["values"]))
             r["min"], r["max"] = min(r["values"]), max(r["values"])
         if secs:
