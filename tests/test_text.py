@@ -9,11 +9,12 @@ import torch
 from adaptext.data import readers as R
 from adaptext.data import tree_readers as T
 from adaptext.data.batching import BatchLoader, Collator, Encoder
-from adaptext.data.embeddings import embedding_matrix, read_vectors
+from adaptext.data.embeddings import embedding_matrix, principal_components, read_vectors
+from adaptext.data.errors import UsageError
 from adaptext.data.text import LabelMap, Tokenizer, Vocab, kim_clean
 from adaptext.runs import metrics as M
 
-from conftest import DATA, needs_data
+from conftest import BUNDLED_TREC, DATA, needs_data
 
 
 def test_word_tokenizer_splits_clitics_and_punctuation():
@@ -42,6 +43,24 @@ def test_glove_subset_coverage_and_oov_init():
     assert mat[0].abs().sum() == 0           # padding row
     oov = mat[vocab.stoi["qwertyzzz"]]
     assert 0.05 < oov.std() < 2.0
+
+
+@needs_data
+def test_principal_components_keep_the_largest_variance_of_the_words():
+    tok = Tokenizer()
+    vocab = Vocab.build(tok(ex.text) for ex in R.read_trec_raw(BUNDLED_TREC))
+    mat, cov = embedding_matrix(vocab, DATA / "glove/glove.6B.50d.subset.txt.gz", seed=0)
+    low, low_cov = principal_components(mat, cov, 8)
+    assert low.shape == (len(vocab), 8) and low_cov.dim == 8 and "PCA to 8" in low_cov.path
+    assert low[0].abs().sum() == 0                          # padding stays zero
+    # the kept variance is the sum of the covariance's 8 largest eigenvalues (numpy's, not torch's)
+    x = mat[2:].double().numpy()
+    eig = np.sort(np.linalg.eigvalsh(np.cov(x, rowvar=False)))[::-1]
+    kept = np.var(low[2:].double().numpy(), axis=0, ddof=1)
+    assert np.allclose(np.sort(kept)[::-1], eig[:8], rtol=1e-6)
+    assert np.all(np.diff(kept) <= 1e-9)                    # components in order of variance
+    with pytest.raises(UsageError, match="between 1 and 49"):
+        principal_components(mat, cov, 50)
 
 
 def test_word2vec_text_with_header_and_binary(tmp_path):

@@ -10,7 +10,7 @@ import torch
 
 import adaptext
 from adaptext.cli import main
-from adaptext.data.errors import DataError
+from adaptext.data.errors import DataError, UsageError
 from adaptext.runs.inputs import InputReader
 from adaptext.training.run import train_run
 
@@ -269,6 +269,21 @@ def test_embedding_modes_with_glove(tmp_path, mode):
     row = frozen.weight[clf.encoder.vocab.stoi["what"]]
     same = torch.allclose(row, torch.from_numpy(vecs["what"]))
     assert same == (mode != "non-static")          # static channels keep GloVe; non-static fine-tunes it
+
+
+@needs_data
+def test_pca_dim_trains_on_the_vectors_principal_components(tmp_path):
+    glove = DATA / "glove/glove.6B.50d.subset.txt.gz"
+    out = tmp_path / "pca"
+    train_run({"out": str(out), "epochs": 1, "embeddings": str(glove), "embedding_mode": "static", "pca_dim": 12,
+               **TINY})
+    clf = adaptext.load(out)
+    assert clf.model.embedding.dim == 12 and clf.pipeline.spec.embedding_dim == 12
+    assert len(clf.predict(["Who wrote Hamlet ?"])) == 1
+    with pytest.raises(UsageError, match="needs --embeddings"):
+        train_run({"out": str(tmp_path / "no"), "pca_dim": 12, **TINY})
+    with pytest.raises(UsageError, match="have 50 dimensions"):
+        train_run({"out": str(tmp_path / "wide"), "embeddings": str(glove), "pca_dim": 50, **TINY})
 
 
 def test_balanced_class_weights_lift_the_minority_class(tmp_path):

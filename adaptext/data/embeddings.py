@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import BadLines, DataError
+from .errors import BadLines, DataError, UsageError
 
 
 @dataclass
@@ -129,3 +129,20 @@ def embedding_matrix(vocab, path, oov_init: str = "uniform", oov_scale: float = 
             found += 1
     mat[0] = 0
     return mat, Coverage(found, len(vocab) - 2, dim, str(path))
+
+
+def principal_components(mat: torch.Tensor, coverage: Coverage, dim: int) -> tuple[torch.Tensor, Coverage]:
+    """The vectors projected on their ``dim`` principal components (over the vocabulary's words,
+    not <pad> / <unk>): as model2vec shrinks an encoder's vectors, the directions that vary
+    most across words kept. The padding row stays zero."""
+    if not 0 < dim < mat.shape[1]:
+        raise UsageError(f"--pca-dim {dim}: the vectors of {coverage.path} have {mat.shape[1]} dimensions; "
+                         f"keep between 1 and {mat.shape[1] - 1} of them")
+    words = mat[2:].double()
+    if len(words) < dim:
+        raise UsageError(f"--pca-dim {dim}: the vocabulary has only {len(words)} words")
+    mean = words.mean(0)
+    _, _, vt = torch.linalg.svd(words - mean, full_matrices=False)
+    out = ((mat.double() - mean) @ vt[:dim].T).float()
+    out[0] = 0
+    return out, Coverage(coverage.found, coverage.total, dim, f"{coverage.path} (PCA to {dim})")

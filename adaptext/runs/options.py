@@ -91,6 +91,8 @@ class TextOptions:
                                      choices=("rand", "static", "non-static", "multichannel"))
     oov_init: str = opt("uniform", "vectors of words missing from --embeddings", choices=("uniform", "normal"))
     oov_scale: float = opt(0.25, "their scale (uniform: +-scale; normal: std)", lowest=0)
+    pca_dim: int = opt(0, "keep this many principal components of the --embeddings vectors (0: all of them); "
+                          "smaller vectors, a faster model", lowest=0)
     tagger: str = opt("nltk", "POS tagger of the tag-guided tree models")
     parser: str = opt("bracketer", "how a tree model reads plain texts: bracketer (the span parser shipped in the "
                                    "package), right-branching or left-branching (files of trees keep their trees)",
@@ -278,6 +280,8 @@ def check_new_run(cfg: dict) -> None:
     if cfg["embedding_mode"] == "rand" and cfg["embeddings"]:
         raise UsageError("embedding mode rand (random vectors) does not use --embeddings: drop one, "
                          "or pick static, non-static or multichannel")
+    if cfg["pca_dim"] and not cfg["embeddings"]:
+        raise UsageError("--pca-dim reduces pretrained vectors: it needs --embeddings")
 
 
 # ----------------------------------------------------------------------- resolve

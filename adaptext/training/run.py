@@ -19,7 +19,7 @@ import torch
 from lightning.pytorch.callbacks import Callback
 
 from ..data.batching import BatchLoader, Encoder, StoredItems, item_labels
-from ..data.embeddings import embedding_matrix
+from ..data.embeddings import embedding_matrix, principal_components
 from ..data.transformer_vectors import is_transformer_spec, transformer_vectors
 from ..data.errors import BadLines, DataError, UsageError
 from ..data.examples import where_of
@@ -126,6 +126,8 @@ def pretrained_vectors(cfg: dict, vocab: Vocab, texts, bad: BadLines, log=print)
         raise DataError(cfg["data"] or DEMO, None, f"embedding mode {cfg['embedding_mode']} needs --embeddings PATH")
     else:
         return None, None
+    if cfg["pca_dim"]:
+        vectors, coverage = principal_components(vectors, coverage, cfg["pca_dim"])
     log(f"embeddings: {coverage}")
     return vectors, coverage
 
