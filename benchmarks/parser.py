@@ -8,7 +8,7 @@ model downstream.
   every binary tree over n words has n - 2 such spans, an n-ary one fewer, so precision there
   is bounded below 100).
 - Parsing speed: sentences/s over the SST test sentences, 2 threads, 3 runs.
-- Downstream: treelstm on SST-2 sentences with their gold trees, with bracketer parses and with
+- Downstream: treelstm on SST-2 and SST-1 sentences with their gold trees, with bracketer parses and with
   right-branching trees, each trained on sentence labels only (inner nodes unlabelled, so the
   trees' structure is the one difference), same seeds.
 
