@@ -58,6 +58,16 @@ def test_merging_a_merge_pools_seeds_and_names_each_machine_once(tmp_path):
     assert doc["notes"].count("python t.py") == 4                   # every slice's command kept once
 
 
+def test_a_row_of_words_passes_through_a_merge_unchanged(tmp_path):
+    codes = {"model": "m", "variant": "serve", "dataset": "d", "metric": "status_codes", "mean": '{"200": 4000}'}
+    rate = {"model": "m", "variant": "serve", "dataset": "d", "metric": "requests_per_s", "mean": 900.0}
+    merged = write_merged("t", [_slice(tmp_path / "a.json", "cpu", [codes]), _slice(tmp_path / "b.json", "cpu", [rate])],
+                          out=tmp_path / "m.json")
+    rows = {r["metric"]: r for r in json.loads(merged.read_text())["rows"]}
+    assert rows["status_codes"]["mean"] == '{"200": 4000}' and "std" not in rows["status_codes"]
+    assert rows["requests_per_s"]["mean"] == 900.0 and rows["requests_per_s"]["n"] == 1
+
+
 def test_merge_refuses_a_seed_or_a_speed_row_twice(tmp_path):
     row = lambda seed, v: {"model": "m", "variant": "-", "dataset": "d", "split": "test", "metric": "accuracy",
                            "mean": v, "values": [v], "seeds": [seed], "seconds": 1.0}
