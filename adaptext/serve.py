@@ -230,7 +230,8 @@ def _model_process(requests, answers, run_dir: str, device: str, threads: int, m
 
 def create_app(run_dir, device: str = "cpu", model_process: bool = False, threads: int = 1):
     """The FastAPI app of a run; ``model_process``: the model in a process of its own with
-    ``threads`` torch threads (see ``ProcessBatcher``), else in a thread of this one."""
+    ``threads`` torch threads (see ``ProcessBatcher``), else in a thread of this one. This
+    process keeps a copy on the CPU for reading inputs and for /explain."""
     try:
         from fastapi import FastAPI, HTTPException, Request, Response
         from fastapi.responses import JSONResponse
@@ -239,7 +240,7 @@ def create_app(run_dir, device: str = "cpu", model_process: bool = False, thread
         raise MissingResource("serving needs FastAPI: pip install 'adaptext[serve]'") from e
     from . import load
 
-    clf = load(run_dir, device=device)
+    clf = load(run_dir, device="cpu" if model_process else device)   # the accelerator is the model process's
     about = describe(clf, run_dir)
     batcher = ProcessBatcher(run_dir, device, threads) if model_process else DynamicBatcher(clf.predict)
     read_apart = clf.kind in ("tree", "tree_pair")    # parsing and tagging take a while: off the event loop
