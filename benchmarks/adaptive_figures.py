@@ -59,6 +59,7 @@ def ag_news_split(work: Path, seed: int = 0) -> tuple[Path, Path, Path]:
         parts["test"] += [(t, label) for t in texts[n_held:2 * n_held]]
         parts["train"] += [(t, label) for t in texts[2 * n_held:]]
     paths = []
+    work.mkdir(parents=True, exist_ok=True)
     for name, rows in parts.items():
         rng.shuffle(rows)
         path = work / f"ag_{name}.csv"

@@ -189,3 +189,26 @@ def test_adaptive_speed_runs_and_relates_each_row_to_its_baseline(tmp_path):
     naive = rows[("layer_examples_per_s", "ac_cnn", "hashed-naive")]
     assert naive["baseline"] == "ac_cnn hashed (layer)" and layer["speedup_over_naive"] > 0
     assert rows[("train_examples_per_s", "ac_cnn", "hashed")]["baseline"] == "kim_cnn"
+
+
+@needs_data
+def test_the_ag_news_cut_of_the_figures_is_stratified_and_disjoint(tmp_path):
+    import csv
+    from collections import Counter
+
+    import adaptive_figures
+    parts = [list(csv.DictReader(open(p, encoding="utf-8"))) for p in adaptive_figures.ag_news_split(tmp_path)]
+    assert [len(p) for p in parts] == [5600, 1000, 1000]
+    for p in parts:                                   # 4 topics, equal shares in every part
+        assert len(set(Counter(r["label"] for r in p).values())) == 1
+    texts = [{r["text"] for r in p} for p in parts]
+    assert not (texts[0] & texts[1]) and not (texts[0] & texts[2]) and not (texts[1] & texts[2])
+    again = [list(csv.DictReader(open(p, encoding="utf-8"))) for p in adaptive_figures.ag_news_split(tmp_path / "x")]
+    assert again == parts                             # the same cut every time
+
+
+def test_the_frontier_keeps_the_models_no_other_beats_on_both_axes():
+    import frontier
+    speed = {"slow good": 10.0, "fast bad": 1000.0, "mid": 100.0, "dominated": 50.0, "fast good": 900.0}
+    acc = {"slow good": 90.0, "fast bad": 80.0, "mid": 85.0, "dominated": 84.0, "fast good": 86.0}
+    assert frontier.pareto(list(speed), speed, acc) == ["fast bad", "fast good", "slow good"]
