@@ -176,6 +176,12 @@ def main():
         return
     parts = a.parts.split(",")
     rows = []
+
+    def keep_so_far():
+        """A slice (--out) writes its file after every cell, so one stopped midway keeps its finished cells."""
+        if a.out:
+            common.write("kim_table", rows, notes + " INCOMPLETE: written after each cell; the slice may have "
+                                                     "stopped before its other cells.", a.out)
     for variant in PAPER:
         if variant not in parts:
             continue
@@ -189,6 +195,7 @@ def main():
             rows.append({"model": "kim_cnn", "variant": label, "dataset": ds,
                          "split": "test" if ds not in ("mr", "subj") else "10-fold CV", "metric": "accuracy", **common.stats(accs), "paper": PAPER[variant][ds],
                          "seeds": seeds, "seconds": round(float(np.mean(secs)), 1)})
+            keep_so_far()
     if "fasttext" in parts:
         for ds in a.datasets.split(","):
             accs, secs = zip(*[run_fasttext(ds, seed) for seed in seeds])
