@@ -121,6 +121,20 @@ def speed_args(doc: str):
     return a
 
 
+def sentences_per_s(predict, texts: list, before_pass=lambda: None, repeats: int = 3) -> float:
+    """Sentences per second of ``predict(texts)``, best of ``repeats`` passes after a warm-up;
+    ``before_pass`` runs untimed before each pass (emptying a cache the timing must include)."""
+    import time
+    predict(texts[:64])
+    best = float("inf")
+    for _ in range(repeats):
+        before_pass()
+        t = time.perf_counter()
+        predict(texts)
+        best = min(best, time.perf_counter() - t)
+    return len(texts) / best
+
+
 def quick_note(quick: bool) -> str:
     """The sentence a ``--quick`` run adds to its notes, so nobody quotes it."""
     return " QUICK RUN: tiny sizes, not a measurement." if quick else ""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -47,13 +46,7 @@ def throughput(run: Path, texts: list[str], repeats: int = 3) -> float:
     ``repeats`` passes after a warm-up."""
     import adaptext
     clf = adaptext.load(run)
-    clf.predict(texts[:64], batch_size=64)
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        clf.predict(texts, batch_size=64)
-        best = min(best, time.perf_counter() - t)
-    return len(texts) / best
+    return common.sentences_per_s(lambda xs: clf.predict(xs, batch_size=64), texts, repeats=repeats)
 
 
 def test_texts(dataset: str, n: int = 1000) -> list[str]:

@@ -23,10 +23,8 @@ import random
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import adaptive_table  # noqa: E402
@@ -88,18 +86,6 @@ def recorded_accuracy(sources: list, dataset: str) -> dict | None:
     return {**common.stats(values), "source": ", ".join(dict.fromkeys(files))} if values else None
 
 
-def timed(predict, texts: list[str], before_pass=lambda: None, repeats: int = 3) -> float:
-    """Sentences per second of ``predict(texts)``, best of ``repeats`` passes after a warm-up."""
-    predict(texts[:64])
-    best = float("inf")
-    for _ in range(repeats):
-        before_pass()
-        t = time.perf_counter()
-        predict(texts)
-        best = min(best, time.perf_counter() - t)
-    return len(texts) / best
-
-
 def model_speed(point: dict, dataset: str, texts: list[str], work: Path) -> float:
     import adaptext
     from adaptext.training.run import train_run
@@ -110,7 +96,7 @@ def model_speed(point: dict, dataset: str, texts: list[str], work: Path) -> floa
     clf = adaptext.load(run)
     parses = Path(os.environ["ADAPTEXT_CACHE"]) / "parses"
     forget = (lambda: shutil.rmtree(parses, ignore_errors=True)) if point.get("tree") else (lambda: None)
-    speed = timed(lambda xs: clf.predict(xs, batch_size=64), texts, forget)
+    speed = common.sentences_per_s(lambda xs: clf.predict(xs, batch_size=64), texts, forget)
     shutil.rmtree(run, ignore_errors=True)
     return speed
 
@@ -126,7 +112,7 @@ def fasttext_speed(dataset: str, texts: list[str], work: Path) -> float:
     path.write_text("".join(f"__label__{ex.label.replace(' ', '_')} {' '.join(tok(ex.text))}\n" for ex in train))
     model = fasttext.train_supervised(str(path), wordNgrams=2, epoch=10, lr=0.5, dim=100, seed=1, thread=2, verbose=0)
     # as adaptext's predict does: from raw text, tokenised, to a label per sentence
-    return timed(lambda xs: [model.predict(" ".join(tok(x))) for x in xs], texts)
+    return common.sentences_per_s(lambda xs: [model.predict(" ".join(tok(x))) for x in xs], texts)
 
 
 def plot(rows: list[dict], path: Path) -> None:
