@@ -143,9 +143,10 @@ def integrated_gradients(model, batch, target=None, steps: int = 50, tolerance: 
         return logits.gather(1, target[:, None]).sum().reshape(1)
 
     def logit_at(vectors):
+        # with gradients on, as the attributions are computed: without them a model may take an
+        # inference shortcut that skips the word vectors replaced here (Kim CNN's projection table)
         state["now"] = vectors
-        with torch.no_grad():
-            return logits_of(model(coded)).gather(1, target[:, None])[:, 0]
+        return logits_of(model(coded)).gather(1, target[:, None])[:, 0].detach()
 
     with _looked_up(module, rows, state):
         end, start = logit_at(x), logit_at(torch.zeros_like(x))

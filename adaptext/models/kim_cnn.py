@@ -5,6 +5,12 @@ c_i = f(w . x_{i:i+h-1} + b)), max-over-time pooling keeps its largest feature, 
 pooled features of all filters go through dropout to a softmax layer whose weight
 rows are held to L2 norm <= s (Section 2.1). Section 3.1 defaults: widths 3, 4, 5 with
 100 filters each, ReLU, dropout 0.5, s = 3, mini-batch 50, Adadelta.
+
+Prediction uses the linearity of the first layer: a filter's response to a window is the sum,
+over its offsets j, of w_j . x_{i+j}, and every x is one of the vocabulary's word vectors. So at
+inference each word's products with every filter offset are computed once (a table of
+vocabulary x sum(h) x filters numbers) and a convolution becomes a lookup and a sum of shifted
+columns: the same features without the matrix products.
 """
 from __future__ import annotations
 
@@ -13,10 +19,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from torch.nn import functional as F
+
 from ..data.batching import length_mask
 from ..nn import ClassifierHead, WordEmbedding
 from ..nn.adaptive import ConvFactory
 from ..registry import TextClassifier, register_model
+
+TABLE_BYTES = 256 * 2 ** 20    # a larger word-projection table is not built: such a model convolves
 
 
 @dataclass
@@ -50,16 +60,43 @@ class ConvMaxPool(nn.Module):
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         ctx = self.context(x, length_mask(lengths, x.shape[1])) if self.context is not None else None
         x = x.transpose(1, 2)                                      # [B, D, T]
-        pooled = []
+        return torch.cat([max_over_windows(torch.relu(conv(x, context=ctx)).transpose(1, 2), lengths, h, self.wide)
+                          for h, conv in zip(self.widths, self.convs)], dim=1)
+
+    @property
+    def projectable(self) -> bool:
+        """Static narrow filters: their responses can be summed from per-word projections."""
+        return self.context is None and not self.wide
+
+    @property
+    def offset_rows(self) -> int:
+        return sum(h * conv.out_channels for h, conv in zip(self.widths, self.convs))
+
+    def offset_weights(self) -> torch.Tensor:
+        """[sum(h) x F, D]: row j F + f of width h's block is filter f's weights at offset j."""
+        return torch.cat([conv.weight.permute(2, 0, 1).reshape(-1, conv.in_channels) for conv in self.convs])
+
+    def from_projections(self, y: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """``forward``'s features from y [B, T, sum(h) x F], each position's word projected on
+        ``offset_weights``: width h's response at i is its bias plus sum_j y[i + j, block j]."""
+        pooled, start = [], 0
         for h, conv in zip(self.widths, self.convs):
-            c = torch.relu(conv(x, context=ctx))                   # [B, F, T -/+ h - 1]
-            # windows lying wholly in the padding are masked, so a text's features do not
-            # depend on how long the other texts of its batch are; a text shorter than h
-            # keeps its one (zero-padded) window
-            valid = (lengths + h - 1) if self.wide else (lengths - h + 1).clamp_min(1)
-            keep = torch.arange(c.shape[2], device=c.device)[None, :] < valid[:, None]
-            pooled.append(c.masked_fill(~keep[:, None, :], float("-inf")).amax(dim=2))
+            n, f = y.shape[1] - h + 1, conv.out_channels
+            c = y[:, :n, start:start + f] + conv.bias
+            for j in range(1, h):
+                c = c + y[:, j:j + n, start + j * f:start + (j + 1) * f]
+            pooled.append(max_over_windows(torch.relu(c), lengths, h, wide=False))
+            start += h * f
         return torch.cat(pooled, dim=1)
+
+
+def max_over_windows(c: torch.Tensor, lengths: torch.Tensor, h: int, wide: bool) -> torch.Tensor:
+    """Max over time of c [B, windows, F]. Windows lying wholly in the padding are masked, so a
+    text's features do not depend on how long the other texts of its batch are; a text shorter
+    than h keeps its one (zero-padded) window."""
+    valid = (lengths + h - 1) if wide else (lengths - h + 1).clamp_min(1)
+    keep = torch.arange(c.shape[1], device=c.device)[None, :] < valid[:, None]
+    return c.masked_fill(~keep[:, :, None], float("-inf")).amax(dim=1)
 
 
 @register_model("kim_cnn", config=KimCNNConfig, paper="Kim 2014",
@@ -77,8 +114,26 @@ class KimCNN(TextClassifier):
         self.head = ClassifierHead(self.features.out_dim, spec.num_classes, cfg.dropout, cfg.max_norm)
 
     def forward(self, batch) -> torch.Tensor:
-        x = self.embedding(batch.text)
-        return self.head(self.features(x, batch.lengths))
+        table = self.projections() if not (self.training or torch.is_grad_enabled()) else None
+        if table is not None:                   # inference: the filters' products looked up, not computed
+            return self.head(self.features.from_projections(F.embedding(batch.text, table), batch.lengths))
+        return self.head(self.features(self.embedding(batch.text), batch.lengths))
+
+    def projections(self) -> torch.Tensor | None:
+        """[vocabulary, sum(h) x F]: every word's vector (all channels) times every filter offset,
+        made once per set of weights (remade after any update or move); None where the filters
+        are adaptive or wide, or the table would exceed TABLE_BYTES. Gradients (training,
+        explanations) go through the word vectors themselves, so they never use it."""
+        vocab, rows = self.embedding.embed.num_embeddings, self.features.offset_rows
+        if not self.features.projectable or vocab * rows * 4 > TABLE_BYTES:
+            return None
+        params = [*self.embedding.parameters(), *(conv.weight for conv in self.features.convs)]
+        key = tuple((p.data_ptr(), p._version) for p in params)
+        if getattr(self, "_table_key", None) != key:
+            words = torch.arange(vocab, device=self.embedding.embed.weight.device)
+            self._table = self.embedding(words) @ self.features.offset_weights().T
+            self._table_key = key
+        return self._table
 
     def apply_constraints(self) -> None:
         self.head.apply_constraints()
