@@ -31,12 +31,15 @@ DATA_NAME = {"mr": "mr", "sst1": "sst1-phrases", "sst2": "sst2-phrases", "subj":
 DATASETS = ("mr", "sst1", "sst2", "subj", "trec")
 
 
+VECTORS = {"glove": str(common.GLOVE), "transformer": "transformer"}   # --vectors: the file, or derived ones
+
+
 def run_cnn(variant: str, dataset: str, seed: int, epochs: int, patience: int, accelerator: str,
-            wide: bool = False) -> tuple[float, float]:
+            wide: bool = False, vectors: str = "glove") -> tuple[float, float]:
     opts = {"model": "kim_cnn", "data": DATA_NAME[dataset], "seed": seed, "epochs": epochs, "patience": patience,
             "accelerator": accelerator, "wide": wide}
     if variant != "rand":
-        opts.update(embeddings=str(common.GLOVE), embedding_mode=variant)
+        opts.update(embeddings=VECTORS[vectors], embedding_mode=variant)
     t = time.perf_counter()
     m = common.train_cell(opts)
     return m["test"]["accuracy"], time.perf_counter() - t
@@ -147,11 +150,15 @@ def main():
     ap.add_argument("--wide", action="store_true",
                     help="wide convolution: windows overlapping the sentence edges, as Kim's released code pads "
                          "every sentence with zeros (rows labelled 'rand, wide')")
+    ap.add_argument("--vectors", choices=sorted(VECTORS), default="glove",
+                    help="static / non-static / multichannel vectors: the 50-d GloVe subset, or 384-d vectors "
+                         "derived from the packaged all-MiniLM-L6-v2 (rows labelled 'MiniLM vectors')")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*", help="combine partial result files into kim_table.json")
     ap.add_argument("--note", default="", help="with --merge: a sentence added after the slices' provenance")
     a = ap.parse_args()
-    common.require_out(a, a.seed or a.datasets != ",".join(DATASETS) or a.parts != ap.get_default("parts"))
+    common.require_out(a, a.seed or a.datasets != ",".join(DATASETS) or a.parts != ap.get_default("parts")
+                       or a.vectors != "glove")
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     notes = ("CNN-static, -non-static and -multichannel use the 50-d GloVe 6B subset in ../shared/data (the paper: 300-d word2vec), OOV words "
              "uniform(-0.25, 0.25). SST-1/SST-2 train on every distinct labelled phrase of the SST train trees "
@@ -170,6 +177,10 @@ def main():
              "A second reference for the paper column: Kim's group's Torch reimplementation (harvardnlp/sent-conv-torch, "
              "README, Kim's settings, 25 epochs, one run per cell) reports CNN-rand MR 75.9, SST-1 42.2, SST-2 83.5, "
              "SUBJ 89.2, TREC 88.2 and CNN-non-static (300-d word2vec) SST-1 46.7 (std 1.69 over 5 runs).")
+    if a.vectors == "transformer":
+        notes += (" Rows labelled 'MiniLM vectors' (--vectors transformer): 384-d word vectors derived from the packaged "
+                  "all-MiniLM-L6-v2 (--embeddings transformer: each word's contextual states averaged over the "
+                  "training texts, a word not seen there encoded alone) instead of GloVe.")
     if a.merge:
         # the slices' own notes (each says the epochs and patience it ran with), not this command's
         common.write_merged("kim_table", a.merge, None, extra=a.note, out=a.out)
@@ -188,10 +199,11 @@ def main():
         for ds in a.datasets.split(","):
             accs, secs = [], []
             for seed in seeds:
-                acc, sec = run_cnn(variant, ds, seed, a.epochs, a.patience, a.accelerator, a.wide)
+                acc, sec = run_cnn(variant, ds, seed, a.epochs, a.patience, a.accelerator, a.wide, a.vectors)
                 accs.append(acc); secs.append(sec)
                 print(f"kim_cnn {variant} {ds} seed {seed}: {acc:.2f} ({sec:.0f}s)", flush=True)
-            label = variant + (", wide" if a.wide else "") + (f", {a.epochs} epochs" if a.patience >= a.epochs else "")
+            label = variant + (", MiniLM vectors" if a.vectors == "transformer" and variant != "rand" else "") \
+                + (", wide" if a.wide else "") + (f", {a.epochs} epochs" if a.patience >= a.epochs else "")
             rows.append({"model": "kim_cnn", "variant": label, "dataset": ds,
                          "split": "test" if ds not in ("mr", "subj") else "10-fold CV", "metric": "accuracy", **common.stats(accs), "paper": PAPER[variant][ds],
                          "seeds": seeds, "seconds": round(float(np.mean(secs)), 1)})
