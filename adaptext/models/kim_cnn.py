@@ -60,7 +60,7 @@ class ConvMaxPool(nn.Module):
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         ctx = self.context(x, length_mask(lengths, x.shape[1])) if self.context is not None else None
         x = x.transpose(1, 2)                                      # [B, D, T]
-        return torch.cat([max_over_windows(torch.relu(conv(x, context=ctx)).transpose(1, 2), lengths, h, self.wide)
+        return torch.cat([max_over_windows(torch.relu(conv(x, context=ctx)), lengths, h, self.wide, time_dim=2)
                           for h, conv in zip(self.widths, self.convs)], dim=1)
 
     @property
@@ -85,18 +85,18 @@ class ConvMaxPool(nn.Module):
             c = y[:, :n, start:start + f] + conv.bias
             for j in range(1, h):
                 c = c + y[:, j:j + n, start + j * f:start + (j + 1) * f]
-            pooled.append(max_over_windows(torch.relu(c), lengths, h, wide=False))
+            pooled.append(max_over_windows(torch.relu(c), lengths, h, wide=False, time_dim=1))
             start += h * f
         return torch.cat(pooled, dim=1)
 
 
-def max_over_windows(c: torch.Tensor, lengths: torch.Tensor, h: int, wide: bool) -> torch.Tensor:
-    """Max over time of c [B, windows, F]. Windows lying wholly in the padding are masked, so a
-    text's features do not depend on how long the other texts of its batch are; a text shorter
-    than h keeps its one (zero-padded) window."""
+def max_over_windows(c: torch.Tensor, lengths: torch.Tensor, h: int, wide: bool, time_dim: int) -> torch.Tensor:
+    """Max over time of c ([B, F, windows] or [B, windows, F]: ``time_dim`` 2 or 1). Windows lying
+    wholly in the padding are masked, so a text's features do not depend on how long the other
+    texts of its batch are; a text shorter than h keeps its one (zero-padded) window."""
     valid = (lengths + h - 1) if wide else (lengths - h + 1).clamp_min(1)
-    keep = torch.arange(c.shape[1], device=c.device)[None, :] < valid[:, None]
-    return c.masked_fill(~keep[:, :, None], float("-inf")).amax(dim=1)
+    keep = torch.arange(c.shape[time_dim], device=c.device)[None, :] < valid[:, None]
+    return c.masked_fill(~keep.unsqueeze(3 - time_dim), float("-inf")).amax(dim=time_dim)
 
 
 @register_model("kim_cnn", config=KimCNNConfig, paper="Kim 2014",
