@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-
 from torch.nn import functional as F
 
 from ..data.batching import length_mask
@@ -125,7 +124,7 @@ class KimCNN(TextClassifier):
         are adaptive or wide, or the table would exceed TABLE_BYTES. Gradients (training,
         explanations) go through the word vectors themselves, so they never use it."""
         vocab, rows = self.embedding.embed.num_embeddings, self.features.offset_rows
-        if not self.features.projectable or vocab * rows * 4 > TABLE_BYTES:
+        if not self.features.projectable or vocab * rows * self.embedding.embed.weight.element_size() > TABLE_BYTES:
             return None
         params = [*self.embedding.parameters(), *(conv.weight for conv in self.features.convs)]
         key = tuple((p.data_ptr(), p._version) for p in params)
