@@ -25,7 +25,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import adaptive_table  # noqa: E402
 import attconv_table  # noqa: E402
