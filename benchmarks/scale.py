@@ -218,6 +218,7 @@ def serve_rows(work: Path, env: dict, requests: int) -> list[dict]:
                  {**base, "metric": "p50_ms", "mean": m["p50_ms"]},
                  {**base, "metric": "p99_ms", "mean": m["p99_ms"], "target": "< 100"},
                  {**base, "metric": "status_codes", "mean": json.dumps(m["statuses"])}]
+        rows += [{**base, "metric": f"cpu_us_per_request_{name}", "mean": us} for name, us in m["cpu_us_per_request"].items()]
     return rows
 
 

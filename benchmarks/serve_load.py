@@ -1,6 +1,6 @@
 """A bounded load on `adaptext serve` over loopback: N concurrent clients (keep-alive HTTP/1.1)
 each send requests of K short texts until a fixed number of requests or a time limit; reports
-requests/s, texts/s, p50 / p99 latency and the status codes, beside the same run's offline
+requests/s, texts/s, p50 / p99 latency, the status codes and each process's CPU time per request, beside the same run's offline
 `predict` throughput (batches of 64, measured first, before the server starts).
 
     python benchmarks/serve_load.py RUN_DIR --clients 8 --requests 4000 --texts 4 --time-limit 60 [-- SERVE OPTIONS]
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -42,6 +43,30 @@ def offline_texts_per_s(run_dir, texts: list[str], batch_size: int = 64, passes:
             clf.predict(texts, batch_size)
         rates.append(10 * len(texts) / (time.perf_counter() - started))
     return float(np.median(rates))
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def server_processes(pid: int, options: tuple) -> dict:
+    """{name: pids} of the server: its "front" and its "model" process (none with ``--in-process``);
+    under ``--workers N`` all its processes together as "workers"."""
+    if "--workers" in options:
+        kids = children(pid)
+        return {"workers": [pid] + kids + [g for k in kids for g in children(k)]}
+    model = [k for k in children(pid) if b"spawn_main" in Path(f"/proc/{k}/cmdline").read_bytes()]
+    return {"front": [pid], **({"model": model} if model else {})}
+
+
+def cpu_of(processes: dict) -> dict:
+    return {name: sum(cpu_seconds(p) for p in pids) for name, pids in processes.items()} | {"client": time.process_time()}
 
 
 def free_port() -> int:
@@ -107,7 +132,10 @@ def measure(run_dir, clients: int = 8, requests: int = 4000, texts_per_request: 
     server = start_server(run_dir, port, options)
     try:
         asyncio.run(_load(port, clients, warmup, texts_per_request, time_limit, texts))
+        processes = server_processes(server.pid, options)
+        before = cpu_of(processes)
         results, seconds = asyncio.run(_load(port, clients, requests, texts_per_request, time_limit, texts))
+        after = cpu_of(processes)
         batching = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/info", timeout=5).read())["batching"]
     finally:
         server.terminate()
@@ -121,6 +149,8 @@ def measure(run_dir, clients: int = 8, requests: int = 4000, texts_per_request: 
             "requests_per_s": round(n / seconds, 1), "texts_per_s": round(n * texts_per_request / seconds, 1),
             "p50_ms": round(float(np.percentile(latency, 50)), 1), "p99_ms": round(float(np.percentile(latency, 99)), 1),
             "statuses": statuses, "offline_texts_per_s": round(offline, 1),
+            # where the CPU goes: each process's CPU time during the load, per request answered
+            "cpu_us_per_request": {name: round(1e6 * (after[name] - before[name]) / n) for name in after},
             "ratio_to_offline": round(n * texts_per_request / seconds / offline, 3)}
 
 
