@@ -35,11 +35,11 @@ VECTORS = {"glove": str(common.GLOVE), "transformer": "transformer"}   # --vecto
 
 
 def run_cnn(variant: str, dataset: str, seed: int, epochs: int, patience: int, accelerator: str,
-            wide: bool = False, vectors: str = "glove") -> tuple[float, float]:
+            wide: bool = False, vectors: str = "glove", pca_dim: int = 0) -> tuple[float, float]:
     opts = {"model": "kim_cnn", "data": DATA_NAME[dataset], "seed": seed, "epochs": epochs, "patience": patience,
             "accelerator": accelerator, "wide": wide}
     if variant != "rand":
-        opts.update(embeddings=VECTORS[vectors], embedding_mode=variant)
+        opts.update(embeddings=VECTORS[vectors], embedding_mode=variant, pca_dim=pca_dim)
     t = time.perf_counter()
     m = common.train_cell(opts)
     return m["test"]["accuracy"], time.perf_counter() - t
@@ -153,12 +153,14 @@ def main():
     ap.add_argument("--vectors", choices=sorted(VECTORS), default="glove",
                     help="static / non-static / multichannel vectors: the 50-d GloVe subset, or 384-d vectors "
                          "derived from the packaged all-MiniLM-L6-v2 (rows labelled 'MiniLM vectors')")
+    ap.add_argument("--pca-dim", type=int, default=0,
+                    help="keep this many principal components of the vectors (rows labelled 'PCA N')")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*", help="combine partial result files into kim_table.json")
     ap.add_argument("--note", default="", help="with --merge: a sentence added after the slices' provenance")
     a = ap.parse_args()
     common.require_out(a, a.seed or a.datasets != ",".join(DATASETS) or a.parts != ap.get_default("parts")
-                       or a.vectors != "glove")
+                       or a.vectors != "glove" or a.pca_dim)
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     notes = ("CNN-static, -non-static and -multichannel use the 50-d GloVe 6B subset in ../shared/data (the paper: 300-d word2vec), OOV words "
              "uniform(-0.25, 0.25). SST-1/SST-2 train on every distinct labelled phrase of the SST train trees "
@@ -181,6 +183,9 @@ def main():
         notes += (" Rows labelled 'MiniLM vectors' (--vectors transformer): 384-d word vectors derived from the packaged "
                   "all-MiniLM-L6-v2 (--embeddings transformer: each word's contextual states averaged over the "
                   "training texts, a word not seen there encoded alone) instead of GloVe.")
+    if a.pca_dim:
+        notes += (f" Rows labelled 'PCA {a.pca_dim}' (--pca-dim): the vectors reduced to their first {a.pca_dim} "
+                  "principal components over the run's vocabulary before training.")
     if a.merge:
         # the slices' own notes (each says the epochs and patience it ran with), not this command's
         common.write_merged("kim_table", a.merge, None, extra=a.note, out=a.out)
@@ -199,11 +204,12 @@ def main():
         for ds in a.datasets.split(","):
             accs, secs = [], []
             for seed in seeds:
-                acc, sec = run_cnn(variant, ds, seed, a.epochs, a.patience, a.accelerator, a.wide, a.vectors)
+                acc, sec = run_cnn(variant, ds, seed, a.epochs, a.patience, a.accelerator, a.wide, a.vectors,
+                                   a.pca_dim)
                 accs.append(acc); secs.append(sec)
                 print(f"kim_cnn {variant} {ds} seed {seed}: {acc:.2f} ({sec:.0f}s)", flush=True)
             label = variant + (", MiniLM vectors" if a.vectors == "transformer" and variant != "rand" else "") \
-                + (", wide" if a.wide else "") + (f", {a.epochs} epochs" if a.patience >= a.epochs else "")
+                + (f", PCA {a.pca_dim}" if a.pca_dim and variant != "rand" else "") + (", wide" if a.wide else "") + (f", {a.epochs} epochs" if a.patience >= a.epochs else "")
             rows.append({"model": "kim_cnn", "variant": label, "dataset": ds,
                          "split": "test" if ds not in ("mr", "subj") else "10-fold CV", "metric": "accuracy", **common.stats(accs), "paper": PAPER[variant][ds],
                          "seeds": seeds, "seconds": round(float(np.mean(secs)), 1)})
