@@ -45,6 +45,16 @@ def run_cnn(variant: str, dataset: str, seed: int, epochs: int, patience: int, a
     return m["test"]["accuracy"], time.perf_counter() - t
 
 
+def row_label(variant: str, a) -> str:
+    """The table's variant column: the embedding mode, then what this command changed."""
+    pretrained = variant != "rand"
+    return variant + "".join(part for part, on in (
+        (", MiniLM vectors", pretrained and a.vectors == "transformer"),
+        (f", PCA {a.pca_dim}", pretrained and a.pca_dim),
+        (", wide", a.wide),
+        (f", {a.epochs} epochs", a.patience >= a.epochs)) if on)
+
+
 # ------------------------------------------------------------------ fastText peer
 def fasttext_splits(dataset: str, seed: int):
     """The same splits the CNN runs use: official (SST with phrases, TREC) or the CV folds."""
@@ -208,9 +218,7 @@ def main():
                                    a.pca_dim)
                 accs.append(acc); secs.append(sec)
                 print(f"kim_cnn {variant} {ds} seed {seed}: {acc:.2f} ({sec:.0f}s)", flush=True)
-            label = variant + (", MiniLM vectors" if a.vectors == "transformer" and variant != "rand" else "") \
-                + (f", PCA {a.pca_dim}" if a.pca_dim and variant != "rand" else "") + (", wide" if a.wide else "") + (f", {a.epochs} epochs" if a.patience >= a.epochs else "")
-            rows.append({"model": "kim_cnn", "variant": label, "dataset": ds,
+            rows.append({"model": "kim_cnn", "variant": row_label(variant, a), "dataset": ds,
                          "split": "test" if ds not in ("mr", "subj") else "10-fold CV", "metric": "accuracy", **common.stats(accs), "paper": PAPER[variant][ds],
                          "seeds": seeds, "seconds": round(float(np.mean(secs)), 1)})
             keep_so_far()

@@ -1,7 +1,7 @@
 """A bounded load on `adaptext serve` over loopback: N concurrent clients (keep-alive HTTP/1.1)
 each send requests of K short texts until a fixed number of requests or a time limit; reports
-requests/s, texts/s, p50 / p99 latency, the status codes and each process's CPU time per request, beside the same run's offline
-`predict` throughput (batches of 64, measured first, before the server starts).
+requests/s, texts/s, p50 / p99 latency, the status codes and each process's CPU time per request,
+beside the same run's offline `predict` throughput (batches of 64, measured first, before the server starts).
 
     python benchmarks/serve_load.py RUN_DIR --clients 8 --requests 4000 --texts 4 --time-limit 60 [-- SERVE OPTIONS]
 
