@@ -71,10 +71,6 @@ class DilatedStack(nn.Module):
         self.blocks = nn.ModuleList(DilatedResidualBlock(channels, kernel_size, 2 ** i, dropout,
                                                          residual=i + 1 < layers) for i in range(layers))
 
-    @property
-    def receptive_field(self) -> int:
-        return 1 + sum(b.conv.left for b in self.blocks)
-
     def forward(self, x: torch.Tensor):
         skips = 0
         for block in self.blocks:
