@@ -124,6 +124,11 @@ def test_teacher_logits_resume_after_a_kill(teacher, tmp_path, monkeypatch):
     fresh = real(adaptext.load(teacher[0]).pipeline, adaptext.load(teacher[0]).pipeline.items(
         [e.text for e in examples]))
     assert np.allclose(resumed, fresh, atol=1e-5)
+    calls.clear()
+    more = examples + [TextExample("an unlabelled question about a river ?", None)]
+    larger = distill.teacher_logits(teacher[0], more, labels, log=lambda *_: None)
+    assert calls == [3]                                     # a larger transfer set reuses the chunks it shares
+    assert np.allclose(larger[:8], resumed[:8])
 
 
 def test_a_distilled_student_learns_from_its_teacher_and_loads_without_transformers(teacher, data, tmp_path,

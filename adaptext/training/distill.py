@@ -6,8 +6,9 @@ Transfer set (Section 3.2): the training examples; ``augment`` copies of each, r
 word (with probability 0.1 a word becomes <unk>, the masking rule; else with probability 0.1 a
 word of the same part of speech seen in the training texts; then with probability 0.25 the
 copy is cut to an n-gram of 1 to 5 words); and the lines of an ``unlabeled`` file. The
-teacher's logits are computed once, in chunks cached on disk (a killed run resumes from the last
-chunk; reruns and other students reuse them), keyed by the teacher's weights and the texts.
+teacher's logits are computed once, in chunks cached on disk, each keyed by the teacher's weights
+and its own texts: a killed run resumes from the last chunk, and reruns, other students and a
+larger transfer set (the same training texts and copies, plus an unlabelled file) reuse them.
 """
 from __future__ import annotations
 
@@ -95,16 +96,16 @@ def teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=p
     if sorted(teacher.labels.labels) != sorted(student_labels) or teacher.labels.multilabel:
         raise DataError(teacher_dir, None, f"the teacher's classes ({', '.join(teacher.labels.labels)}) are not the "
                                            f"training data's ({', '.join(student_labels)}), or it is multi-label")
-    folder = _cache(teacher_dir, examples)
+    folder = _cache(teacher_dir)
     folder.mkdir(parents=True, exist_ok=True)
     chunks = []
-    for k, start in enumerate(range(0, len(examples), CHUNK)):
-        path = folder / f"chunk-{k:05d}.npy"
+    for start in range(0, len(examples), CHUNK):
+        part = examples[start:start + CHUNK]
+        path = folder / f"{_key(part)}.npy"
         if not path.is_file():
-            if k == 0 or start % (CHUNK * 20) == 0:
+            if start % (CHUNK * 20) == 0:
                 log(f"teacher logits: {start}/{len(examples)} texts")
-            inputs = [_as_input(ex) for ex in examples[start:start + CHUNK]]
-            _save(path, teacher.pipeline.logits(teacher.pipeline.items(inputs)))
+            _save(path, teacher.pipeline.logits(teacher.pipeline.items([_as_input(ex) for ex in part])))
         chunks.append(np.load(path))
     order = [teacher.labels.labels.index(l) for l in student_labels]
     return np.concatenate(chunks)[:, order]
@@ -114,14 +115,19 @@ def _as_input(ex):
     return ex.text if ex.kind == "text" else {"text": ex.text, "pair": ex.pair}
 
 
-def _cache(teacher_dir, examples: list) -> Path:
+def _cache(teacher_dir) -> Path:
     from ..data.cache import cache_root
     weights = Path(teacher_dir) / "model.safetensors"
-    h = hashlib.sha256(f"teacher-logits/v1\n{Path(teacher_dir).resolve()}\n{weights.stat().st_size}\n"
+    h = hashlib.sha256(f"teacher-logits/v2\n{Path(teacher_dir).resolve()}\n{weights.stat().st_size}\n"
                        f"{weights.stat().st_mtime_ns}\n".encode())
+    return cache_root() / "teacher_logits" / h.hexdigest()[:32]
+
+
+def _key(examples: list) -> str:
+    h = hashlib.sha256()
     for ex in examples:
         h.update((ex.text + ("\t" + ex.pair if isinstance(ex, PairExample) else "") + "\n").encode("utf-8"))
-    return cache_root() / "teacher_logits" / h.hexdigest()[:32]
+    return h.hexdigest()[:32]
 
 
 def _save(path: Path, array: np.ndarray) -> None:
