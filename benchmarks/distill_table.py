@@ -34,6 +34,9 @@ def args():
     ap.add_argument("--student-epochs", type=int, default=10)
     ap.add_argument("--vectors", action="store_true",
                     help="also distil each student given word vectors derived from the teacher's encoder")
+    ap.add_argument("--phrases", action="store_true",
+                    help="on SST, also distil each student with every distinct phrase of the SST training trees "
+                         "added to the transfer set as unlabelled texts (the teacher labels them)")
     ap.add_argument("--keep", default=str(Path.home() / ".cache" / "adaptext" / "runs" / "distill"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=None)
@@ -52,6 +55,20 @@ def throughput(run: Path, texts: list[str], repeats: int = 3) -> float:
 def test_texts(dataset: str, n: int = 1000) -> list[str]:
     from adaptext.data.datasets import load_named
     return [ex.text for ex in load_named(DATA_NAME[dataset], str(common.DATA)).test[:n]]
+
+
+def sst_phrases(keep: Path) -> Path:
+    """A file of the distinct phrases of the SST training trees, one per line, as the trees write
+    them (cased, brackets as -LRB-; whole sentences included, except the few identical to an SST-2
+    training text): in-domain unlabelled texts for the transfer set."""
+    from adaptext.data.datasets import load_named
+    path = keep / "sst-train-phrases.txt"
+    if not path.is_file():
+        sentences = {ex.text for ex in load_named("sst2", str(common.DATA)).train}
+        phrases = sorted({ex.text for ex in load_named("sst1-phrases", str(common.DATA)).train} - sentences)
+        keep.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(phrases) + "\n", encoding="utf-8")
+    return path
 
 
 def cell(keep: Path, name: str, opts: dict) -> tuple[dict, Path]:
@@ -77,8 +94,11 @@ def dataset_rows(a, dataset: str) -> list[dict]:
             variants = [("distilled", dist)]
             if a.vectors:
                 variants.append(("distilled, transformer vectors", {**dist, "embeddings": "transformer"}))
+            if a.phrases and dataset.startswith("sst"):
+                variants.append(("distilled, + SST phrases", {**dist, "unlabeled": str(sst_phrases(keep))}))
             for variant, o in variants:
-                slug = "distilled-vectors" if "vectors" in variant else "distilled"
+                slug = {"distilled": "distilled", "distilled, transformer vectors": "distilled-vectors",
+                        "distilled, + SST phrases": "distilled-phrases"}[variant]
                 m, run = cell(keep, f"{student}-{slug}-a{a.augment}-{dataset}-seed{seed}", o)
                 accs.setdefault((student, variant), []).append(m["test"]["accuracy"])
                 if seed == 1:
@@ -107,7 +127,8 @@ def main() -> None:
              f"Students: their own training defaults, {a.student_epochs} epochs at most, undistilled, and distilled "
              f"with alpha 0 (the teacher's logits only, MSE) on the training texts plus {a.augment} augmented "
              f"copies of each ('transformer vectors': also given word vectors averaged from the teacher's "
-             f"pretrained encoder over the training texts, non-static). Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
+             f"pretrained encoder over the training texts, non-static; '+ SST phrases': the 156,658 distinct phrases of the "
+             f"SST training trees, as the trees write them, added to the transfer set as unlabelled texts). Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
              f"{a.threads} threads, best of 3 passes, seed 1's run.")
     print(common.write("distill_table", rows, notes, a.out))
 
