@@ -127,8 +127,9 @@ def main() -> None:
              f"Students: their own training defaults, {a.student_epochs} epochs at most, undistilled, and distilled "
              f"with alpha 0 (the teacher's logits only, MSE) on the training texts plus {a.augment} augmented "
              f"copies of each ('transformer vectors': also given word vectors averaged from the teacher's "
-             f"pretrained encoder over the training texts, non-static; '+ SST phrases': the 156,658 distinct phrases of the "
-             f"SST training trees, as the trees write them, added to the transfer set as unlabelled texts). Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
+             f"pretrained encoder over the training texts, non-static; '+ SST phrases': the 156,658 distinct "
+             f"phrases of the SST training trees, as the trees write them, added to the transfer set as unlabelled "
+             f"texts). Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
              f"{a.threads} threads, best of 3 passes, seed 1's run.")
     print(common.write("distill_table", rows, notes, a.out))
 
