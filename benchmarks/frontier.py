@@ -63,8 +63,8 @@ def points() -> list[dict]:
                          ("tg_htreelstm", "concat"), ("tg_htreelstm", "multi")):
         pts.append({"label": model + (f" ({label})" if label != "-" else ""), "tree": True,
                     "options": cell(tree_table, model, label), "acc": both("tree_table", model, label)})
-    teacher = [("distill_seeds2", "transformer", "teacher"), ("distill_seed1_vectors", "transformer", "teacher")]
-    student = [("distill_seeds2", "kim_cnn", "distilled"), ("distill_seed1_vectors", "kim_cnn", "distilled")]
+    teacher = [("distill_table", "transformer", "teacher")]
+    student = [("distill_table", "kim_cnn", "distilled")]
     pts += [{"label": "transformer (MiniLM-L6)", "options": dict(distill_table.TEACHER),
              "acc": {"sst2": teacher, "trec": teacher}},
             {"label": "kim_cnn distilled", "options": {"model": "kim_cnn"}, "acc": {"sst2": student, "trec": student}},
