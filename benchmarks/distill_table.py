@@ -91,14 +91,14 @@ def dataset_rows(a, dataset: str) -> list[dict]:
             m, run = cell(keep, f"{student}-{dataset}-seed{seed}", opts)
             accs.setdefault((student, "undistilled"), []).append(m["test"]["accuracy"])
             dist = {**opts, "teacher": str(teacher), "augment": a.augment, "alpha": 0.0}
-            variants = [("distilled", dist)]
+            variants = [("distilled", "distilled", dist)]             # (row label, run-name slug, options)
             if a.vectors:
-                variants.append(("distilled, transformer vectors", {**dist, "embeddings": "transformer"}))
+                variants.append(("distilled, transformer vectors", "distilled-vectors",
+                                 {**dist, "embeddings": "transformer"}))
             if a.phrases and dataset.startswith("sst"):
-                variants.append(("distilled, + SST phrases", {**dist, "unlabeled": str(sst_phrases(keep))}))
-            for variant, o in variants:
-                slug = {"distilled": "distilled", "distilled, transformer vectors": "distilled-vectors",
-                        "distilled, + SST phrases": "distilled-phrases"}[variant]
+                variants.append(("distilled, + SST phrases", "distilled-phrases",
+                                 {**dist, "unlabeled": str(sst_phrases(keep))}))
+            for variant, slug, o in variants:
                 m, run = cell(keep, f"{student}-{slug}-a{a.augment}-{dataset}-seed{seed}", o)
                 accs.setdefault((student, variant), []).append(m["test"]["accuracy"])
                 if seed == 1:
