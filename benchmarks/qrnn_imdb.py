@@ -57,14 +57,17 @@ def speed_rows(steps: int, warmup: int, device: str) -> list[dict]:
 VECTORS = {"random": {}, "glove": {"embeddings": str(common.GLOVE)}}   # --vectors: the first layer's start
 
 
-def accuracy_rows(models: list[str], seeds: list[int], epochs: int, device: str, vectors: str) -> list[dict]:
+def accuracy_rows(models: list[str], seeds: list[int], epochs: int, device: str, vectors: str,
+                  keep: Path | None = None) -> list[dict]:
+    """``keep``: the folder of the run directories (a killed slice resumes its runs), else temporary ones."""
     rows = []
     size = SIZE if vectors == "random" else {k: v for k, v in SIZE.items() if k != "embed_dim"}   # the vectors' dim
     for m in models:
         started, values = time.perf_counter(), []
         for seed in seeds:
             metrics = common.train_cell({"model": m, "data": "imdb", **size, **VECTORS[vectors], "epochs": epochs,
-                                         "seed": seed, "accelerator": device, "max_vocab": 50000})
+                                         "seed": seed, "accelerator": device, "max_vocab": 50000},
+                                        keep=keep / common.run_name(m, vectors, "imdb", seed) if keep else None)
             values.append(metrics["test"]["accuracy"])
         rows.append({"model": m, "variant": f"dense, 4 x 256, {vectors} vectors", "dataset": "imdb", "split": "test",
                      "metric": "accuracy", **common.stats(values), "seeds": seeds, "paper": PAPER[m]["accuracy"],
@@ -79,6 +82,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="run this one seed only (for parallel runs, then --merge)")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--vectors", choices=sorted(VECTORS), default="random")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the accuracy runs here (a rerun resumes them)")
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--steps", type=int, default=40, help="timed training steps per model")
     ap.add_argument("--warmup", type=int, default=5)
@@ -98,7 +102,7 @@ def main() -> None:
         rows += speed_rows(a.steps, a.warmup, a.device)
     if "accuracy" in a.parts:
         seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
-        rows += accuracy_rows(a.models.split(","), seeds, a.epochs, a.device, a.vectors)
+        rows += accuracy_rows(a.models.split(","), seeds, a.epochs, a.device, a.vectors, a.keep)
     notes = (f"Texts cut at {SIZE['max_length']} tokens, vocabulary the 50,000 most frequent training words, Adam "
              f"1e-3. Speed rows: random 300-d embeddings. Accuracy rows: random 300-d embeddings ('random vectors') "
              f"or the 50-d GloVe subset, fine-tuned ('glove vectors'); at most {a.epochs} epochs, the best dev "
