@@ -104,13 +104,17 @@ def test_row_lazy_optimisers_on_cuda(ours, ref, kw):
 
 
 @needs_data
-def test_run_trained_on_gpu_predicts_the_same_on_cpu(tmp_path):
+def test_run_trained_on_gpu_predicts_the_same_on_cpu(tmp_path, monkeypatch):
     import adaptext
-    from adaptext.training.run import train_run
+    from adaptext.training import run
+    evaluated_on, evaluate = [], run.evaluate
+    monkeypatch.setattr(run, "evaluate", lambda model, p: (evaluated_on.append(next(model.parameters()).device.type),
+                                                           evaluate(model, p))[1])
     out = tmp_path / "gpu-run"
-    m = train_run({"out": str(out), "epochs": 2, "seed": 3, "filters": 16, "embed_dim": 32, "progress": False,
-                   "accelerator": "gpu"})
+    m = run.train_run({"out": str(out), "epochs": 2, "seed": 3, "filters": 16, "embed_dim": 32, "progress": False,
+                       "accelerator": "gpu"})
     assert m["test"]["accuracy"] > 50                        # 6 TREC classes
+    assert evaluated_on == ["cuda"]          # not on the CPU where the engine's teardown leaves the model
     cpu = adaptext.load(out, device="cpu")
     gpu = adaptext.load(out, device="cuda")
     texts = ["What is the capital of France ?", "Who wrote Hamlet ?", "How many feet are in a mile ?"]

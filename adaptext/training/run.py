@@ -52,11 +52,13 @@ class Prepared:
 
 @dataclass
 class Fitted:
-    """What training leaves: the epoch log, the epochs run and the seconds they took."""
+    """What training leaves: the epoch log, the epochs run, the seconds they took and the device
+    they ran on."""
     rows: list
     epochs_run: int
     seconds: float
     monitor: str
+    device: torch.device
 
 
 # ----------------------------------------------------------------------- prepare
@@ -204,7 +206,7 @@ def fit(cfg: dict, model, p: Prepared, out: Path, resume: bool, started: float, 
     if (ckpt_dir / "best.ckpt").exists():
         module.load_state_dict(load_tree(ckpt_dir / "best.ckpt")["state_dict"])
     seconds = module.seconds_before + time.perf_counter() - started      # a resumed run counts its earlier time
-    return Fitted(module.epoch_rows, trainer.current_epoch, seconds, module.monitor)
+    return Fitted(module.epoch_rows, trainer.current_epoch, seconds, module.monitor, trainer.strategy.root_device)
 
 
 def callbacks(cfg: dict, out: Path, batches_per_epoch: int) -> list:
@@ -307,7 +309,9 @@ def fit_one(cfg: dict, train, dev, test, out: Path, kind: str, multilabel: bool,
     fitted = fit(cfg, model, prepared, out, resume, started, extra)
     if fitted is None:
         return {}
+    model.to(fitted.device)     # the engine's teardown leaves it on the CPU: a GPU run tests on the GPU
     metrics, labels, predictions = evaluate(model, prepared)
+    model.cpu()
     prepared.spec.labels = labels
     metrics["info"] = run_info(cfg, model, prepared, fitted, bad_count, filtered)
     save(out, prepared.spec, model, metrics, fitted, predictions)
