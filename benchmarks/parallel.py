@@ -1,7 +1,7 @@
 """Run benchmark slices side by side: one GPU is mostly idle under one small text model, so
-several table slices (``--seed S --models M --datasets D --out X.json``) share it. Not so for long
-texts: six IMDB slices (QRNN / LSTM, 400 tokens) on one H200 each ran slower than a sixth of
-their speed alone, and none finished its 4 epochs in 400 s; run those one or two at a time. Reads one
+several table slices (``--seed S --models M --datasets D --out X.json``) share it. Less so for
+long texts: six IMDB slices (QRNN / LSTM, 400 tokens, 4 epochs: about 740 s one after another)
+on one H200 had none finished after 430 s of training side by side. Reads one
 shell command per line (blank lines and ``#`` comments skipped), keeps ``--jobs`` running, in
 file order, each with its output in ``--logs``/NNN.log; stops starting new ones at
 ``--deadline`` seconds and kills what still runs at ``--kill`` seconds, so a time-limited
