@@ -108,8 +108,11 @@ def test_run_trained_on_gpu_predicts_the_same_on_cpu(tmp_path, monkeypatch):
     import adaptext
     from adaptext.training import run
     evaluated_on, evaluate = [], run.evaluate
-    monkeypatch.setattr(run, "evaluate", lambda model, p: (evaluated_on.append(next(model.parameters()).device.type),
-                                                           evaluate(model, p))[1])
+
+    def evaluate_and_note(model, p):
+        evaluated_on.append(next(model.parameters()).device.type)
+        return evaluate(model, p)
+    monkeypatch.setattr(run, "evaluate", evaluate_and_note)
     out = tmp_path / "gpu-run"
     m = run.train_run({"out": str(out), "epochs": 2, "seed": 3, "filters": 16, "embed_dim": 32, "progress": False,
                        "accelerator": "gpu"})
