@@ -21,7 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 DATA_NAME = {"sst2": "sst2", "sst1": "sst1", "trec": "trec"}
-STUDENTS = {"kim_cnn": {}, "ac_cnn": {}, "attconv": {"variant": "light"}, "qrnn": {}}
+# student name -> its train options; a name that is not a model's names its model and says what differs
+STUDENTS = {"kim_cnn": {}, "ac_cnn": {}, "ac_cnn-attention": {"model": "ac_cnn", "context": "attention-only"},
+            "attconv": {"variant": "light"}, "qrnn": {}}
+# what a student's rows say beside undistilled / distilled, where its name is not its model's
+STUDENT_LABELS = {"ac_cnn-attention": "attention-only context (no GRU)"}
 TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}
 
 
@@ -88,8 +92,9 @@ def dataset_rows(a, dataset: str) -> list[dict]:
             speed[("transformer", "teacher")] = throughput(teacher, texts)
         for student in a.students.split(","):
             opts = {"model": student, **STUDENTS[student], **base, "seed": seed, "epochs": a.student_epochs}
+            model, label = opts["model"], "".join(f", {x}" for x in [STUDENT_LABELS.get(student)] if x)
             m, run = cell(keep, f"{student}-{dataset}-seed{seed}", opts)
-            accs.setdefault((student, "undistilled"), []).append(m["test"]["accuracy"])
+            accs.setdefault((model, "undistilled" + label), []).append(m["test"]["accuracy"])
             dist = {**opts, "teacher": str(teacher), "augment": a.augment, "alpha": 0.0}
             variants = [("distilled", "distilled", dist)]             # (row label, run-name slug, options)
             if a.vectors:
@@ -100,9 +105,9 @@ def dataset_rows(a, dataset: str) -> list[dict]:
                                  {**dist, "unlabeled": str(sst_phrases(keep))}))
             for variant, slug, o in variants:
                 m, run = cell(keep, f"{student}-{slug}-a{a.augment}-{dataset}-seed{seed}", o)
-                accs.setdefault((student, variant), []).append(m["test"]["accuracy"])
+                accs.setdefault((model, variant + label), []).append(m["test"]["accuracy"])
                 if seed == 1:
-                    speed[(student, variant)] = throughput(run, texts)
+                    speed[(model, variant + label)] = throughput(run, texts)
     for (model, variant), values in accs.items():
         rows.append({"model": model, "variant": variant, "dataset": dataset, "split": "test", "metric": "accuracy",
                      **common.stats(values)})
