@@ -92,7 +92,7 @@ def dataset_rows(a, dataset: str) -> list[dict]:
             speed[("transformer", "teacher")] = throughput(teacher, texts)
         for student in a.students.split(","):
             opts = {"model": student, **STUDENTS[student], **base, "seed": seed, "epochs": a.student_epochs}
-            model, label = opts["model"], "".join(f", {x}" for x in [STUDENT_LABELS.get(student)] if x)
+            model, label = opts["model"], f", {STUDENT_LABELS[student]}" if student in STUDENT_LABELS else ""
             m, run = cell(keep, f"{student}-{dataset}-seed{seed}", opts)
             accs.setdefault((model, "undistilled" + label), []).append(m["test"]["accuracy"])
             dist = {**opts, "teacher": str(teacher), "augment": a.augment, "alpha": 0.0}
