@@ -21,11 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 DATA_NAME = {"sst2": "sst2", "sst1": "sst1", "trec": "trec"}
-# student name -> its train options; a name that is not a model's names its model and says what differs
-STUDENTS = {"kim_cnn": {}, "ac_cnn": {}, "ac_cnn-attention": {"model": "ac_cnn", "context": "attention-only"},
-            "attconv": {"variant": "light"}, "qrnn": {}}
-# what a student's rows say beside undistilled / distilled, where its name is not its model's
-STUDENT_LABELS = {"ac_cnn-attention": "attention-only context (no GRU)"}
+# student name -> (its train options, what its rows add after undistilled / distilled); a name that is
+# not a model's names its model among the options
+STUDENTS = {"kim_cnn": ({}, ""), "ac_cnn": ({}, ""),
+            "ac_cnn-attention": ({"model": "ac_cnn", "context": "attention-only"}, ", attention-only context (no GRU)"),
+            "attconv": ({"variant": "light"}, ""), "qrnn": ({}, "")}
 TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}
 
 
@@ -45,7 +45,11 @@ def args():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*")
-    return ap.parse_args()
+    a = ap.parse_args()
+    unknown = sorted(set(a.students.split(",")) - set(STUDENTS))
+    if unknown and not a.merge:
+        ap.error(f"unknown student(s) {', '.join(unknown)}; students: {', '.join(STUDENTS)}")
+    return a
 
 
 def throughput(run: Path, texts: list[str], repeats: int = 3) -> float:
@@ -91,8 +95,9 @@ def dataset_rows(a, dataset: str) -> list[dict]:
         if seed == 1:
             speed[("transformer", "teacher")] = throughput(teacher, texts)
         for student in a.students.split(","):
-            opts = {"model": student, **STUDENTS[student], **base, "seed": seed, "epochs": a.student_epochs}
-            model, label = opts["model"], f", {STUDENT_LABELS[student]}" if student in STUDENT_LABELS else ""
+            options, label = STUDENTS[student]
+            opts = {"model": student, **options, **base, "seed": seed, "epochs": a.student_epochs}
+            model = opts["model"]
             m, run = cell(keep, f"{student}-{dataset}-seed{seed}", opts)
             accs.setdefault((model, "undistilled" + label), []).append(m["test"]["accuracy"])
             dist = {**opts, "teacher": str(teacher), "augment": a.augment, "alpha": 0.0}
