@@ -92,7 +92,10 @@ class Sweep:
         killed sweep left running, and enqueue the grid's points not trained yet."""
         optuna = _optuna()
         self.out.mkdir(parents=True, exist_ok=True)
-        storage = f"sqlite:///{(self.out / 'study.db').resolve()}"
+        # processes of one sweep write the same SQLite file: on a loaded machine a writer can wait
+        # longer than SQLite's 5 s default for the lock, which would end its process
+        storage = optuna.storages.RDBStorage(f"sqlite:///{(self.out / 'study.db').resolve()}",
+                                             engine_kwargs={"connect_args": {"timeout": 120}})
         sampler = optuna.samplers.TPESampler(seed=0)        # a grid's points are all enqueued: never sampled
         # a grid is measured at every point (a figure needs them all); a search gives up on trials
         # whose dev score falls below the median of earlier trials at the same epoch
