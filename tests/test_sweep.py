@@ -81,6 +81,19 @@ def test_sweep_errors_are_one_line(data, tmp_path, capsys):
     assert e.value.code == 2 and "--lr: expected a number, not 'fast'" in capsys.readouterr().err
 
 
+def test_a_failing_sweep_process_names_its_error_and_keeps_its_traceback(data, tmp_path, capsys, monkeypatch):
+    from adaptext.training.sweep import Sweep
+
+    def broken(self, trials, seconds, study=None):
+        raise RuntimeError("storage unreachable")
+    monkeypatch.setattr(Sweep, "_optimize", broken)          # the forked processes inherit it
+    out = tmp_path / "sweep"
+    assert main(["sweep", "--grid", "lr=0.5,1.0", "--jobs", "2", "--out", str(out), *SHARED, *data]) != 0
+    err = capsys.readouterr().err
+    assert "process 0: RuntimeError: storage unreachable" in err and "process 1: RuntimeError" in err
+    assert "in broken" in (out / "worker-0.error").read_text()
+
+
 def test_trials_in_two_processes_share_one_study(data, tmp_path, capsys):
     out = tmp_path / "sweep"
     assert main(["sweep", "--grid", "lr=0.5,1.0", "--jobs", "2", "--out", str(out), "--optimizer", "adadelta",

@@ -165,14 +165,35 @@ class Sweep:
             raise UsageError("--jobs above 1 needs processes that fork (Linux, macOS)")
         shares = [None] * jobs if left is None else [left // jobs + (k < left % jobs) for k in range(jobs)]
         ctx = multiprocessing.get_context("fork")
-        procs = [ctx.Process(target=self._optimize, args=(n, seconds)) for n in shares if n != 0]
-        for p in procs:
+        procs = {k: ctx.Process(target=self._worker, args=(k, n, seconds)) for k, n in enumerate(shares) if n != 0}
+        for p in procs.values():
             p.start()
-        for p in procs:
+        for p in procs.values():
             p.join()
-        if any(p.exitcode for p in procs):
-            raise UsageError(f"sweep processes failed (exit codes {[p.exitcode for p in procs]}); "
-                             "run the command again to resume")
+        failed = {k: p.exitcode for k, p in procs.items() if p.exitcode}
+        if failed:
+            said = "; ".join(self._failure(k, code) for k, code in failed.items())
+            raise UsageError(f"sweep processes failed ({said}); run the command again to resume")
+
+    def _failure(self, k: int, code: int) -> str:
+        log = self._worker_log(k)
+        if not log.exists():
+            return f"process {k} exited with code {code}"
+        return f"process {k}: {log.read_text().strip().splitlines()[-1]} (traceback in {log})"
+
+    def _worker_log(self, k: int) -> Path:
+        return self.out / f"worker-{k}.error"
+
+    def _worker(self, k: int, trials: int | None, seconds: float | None) -> None:
+        """One sweep process; its traceback is kept in a file, since a forked child's stderr
+        may be captured or closed by whatever started the sweep."""
+        import traceback
+        self._worker_log(k).unlink(missing_ok=True)
+        try:
+            self._optimize(trials, seconds)
+        except BaseException:
+            self._worker_log(k).write_text(traceback.format_exc())
+            raise
 
     # ------------------------------------------------------------------ results
     def report(self, study, log=print) -> dict:
