@@ -151,8 +151,9 @@ def train_cell(opts: dict, keep: Path | None = None) -> dict:
     if keep and (keep / "metrics.json").exists():
         return read_json(keep / "metrics.json")
     if keep and (keep / "config.json").exists():
-        return train_run({"resume": str(keep), "progress": False, "accelerator": opts.get("accelerator", "auto")},
-                         log=lambda *_: None)
+        engine = {k: opts[k] for k in ("checkpoint_every",) if k in opts}     # a kept run's own may be older
+        return train_run({"resume": str(keep), "progress": False, "accelerator": opts.get("accelerator", "auto"),
+                          **engine}, log=lambda *_: None)
     with contextlib.nullcontext() if keep else tempfile.TemporaryDirectory() as tmp:
         out = keep or Path(tmp) / "run"
         return train_run({"progress": False, "data_dir": str(DATA), **opts, "out": str(out)}, log=lambda *_: None)

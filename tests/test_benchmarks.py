@@ -35,6 +35,14 @@ def test_kept_run_is_read_back_or_resumed(tmp_path):
     assert resumed["info"]["train_seconds"] > first["info"]["train_seconds"]
 
 
+def test_a_kept_run_resumes_with_the_cells_checkpoint_interval(tmp_path, monkeypatch):
+    (tmp_path / "config.json").write_text("{}")            # cut short: a config, no metrics
+    seen = {}
+    monkeypatch.setattr("adaptext.training.run.train_run", lambda opts, log: seen.update(opts) or {"resumed": 1})
+    assert train_cell({**OPTS, "checkpoint_every": 100}, tmp_path) == {"resumed": 1}
+    assert seen == {"resume": str(tmp_path), "progress": False, "accelerator": "auto", "checkpoint_every": 100}
+
+
 def _slice(path, machine, rows, notes="One slice."):
     doc = {"benchmark": "t", "command": f"python t.py --out {path.name}", "commit": "0" * 40, "date": "2026-11-23",
            "machine": machine, "rows": rows, "notes": notes}
