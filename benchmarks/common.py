@@ -151,7 +151,8 @@ def train_cell(opts: dict, keep: Path | None = None) -> dict:
     if keep and (keep / "metrics.json").exists():
         return read_json(keep / "metrics.json")
     if keep and (keep / "config.json").exists():
-        engine = {k: opts[k] for k in ("checkpoint_every",) if k in opts}     # a run kept by an older slice may checkpoint less often
+        # the cell's checkpoint interval: a run kept by an older slice may checkpoint less often
+        engine = {k: opts[k] for k in ("checkpoint_every",) if k in opts}
         return train_run({"resume": str(keep), "progress": False, "accelerator": opts.get("accelerator", "auto"),
                           **engine}, log=lambda *_: None)
     with contextlib.nullcontext() if keep else tempfile.TemporaryDirectory() as tmp:
