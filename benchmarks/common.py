@@ -209,7 +209,8 @@ def merge_docs(docs: list[dict]) -> list[dict]:
     """Rows of the same (model, variant, dataset, split, metric) from several runs, values pooled
     (parallel single-seed runs merged into one table); each row keeps its machine. A seed that
     two slices both hold for one row, or a speed row (its ratio measured within one run) in two
-    slices, is an error rather than counted twice."""
+    slices, is an error rather than counted twice. Seconds are averaged over slices of one machine;
+    a row measured on several has none."""
     groups: dict = {}
     for d in docs:
         for r in d["rows"]:
@@ -222,7 +223,8 @@ def merge_docs(docs: list[dict]) -> list[dict]:
                 raise ValueError(f"seed(s) {sorted(twice)} of {key} are in two slices")
             g["seeds"] += r.get("seeds", [])
             g["values"] += r.get("values", [r.get("mean")])
-            g["_secs"].append(r.get("seconds"))
+            if r.get("seconds") is not None:
+                g["_secs"].append(r["seconds"])
             for where in r.get("machine", d["machine"]).split(MACHINES_SEP):   # a merged row lists several
                 if where not in g["machine"]:                   # seeds measured on several machines
                     g["machine"].append(where)
@@ -231,11 +233,12 @@ def merge_docs(docs: list[dict]) -> list[dict]:
         r["machine"] = MACHINES_SEP.join(r["machine"])
         if not r["seeds"] or len(r["seeds"]) != len(r["values"]):      # rows written before seeds were kept
             r.pop("seeds")
-        secs = [x for x in r.pop("_secs") if x is not None]
+        secs = r.pop("_secs")
         if "ratio" not in r and all(isinstance(v, (int, float)) for v in r["values"]):   # not status codes
             r.update(stats(r["values"]))
             r["min"], r["max"] = min(r["values"]), max(r["values"])
-        if secs:
+        r.pop("seconds", None)
+        if secs and MACHINES_SEP not in r["machine"]:           # times of two machines make no mean
             r["seconds"] = round(float(np.mean(secs)), 1)
         rows.append(r)
     return rows

@@ -11,7 +11,8 @@ speed: training seconds per step over ``--steps`` steps after ``--warmup`` (both
 process, one after the other), times the steps of an IMDB epoch (25,000 / 24): seconds per
 epoch and the LSTM / QRNN ratio. accuracy: each model trained ``--epochs`` epochs per seed (dev
 held out of train, best dev epoch), IMDB test accuracy; ``--vectors glove`` starts from the 50-d
-GloVe subset (fine-tuned) instead of random 300-d embeddings."""
+GloVe subset (fine-tuned) instead of random 300-d embeddings, ``--vectors minilm`` from the
+packaged MiniLM's word vectors (``--embeddings transformer --pca-dim 300``)."""
 from __future__ import annotations
 
 import argparse
@@ -53,19 +54,24 @@ def speed_rows(steps: int, warmup: int, device: str) -> list[dict]:
              "ratio": round(measured[m] / measured["qrnn"], 2), "n": steps} for m in MODELS]
 
 
-VECTORS = {"random": {}, "glove": {"embeddings": str(common.GLOVE)}}   # --vectors: the first layer's start
+# --vectors: the first layer's start. minilm: the packaged MiniLM's contextual means over the training texts,
+# PCA to the paper's 300 dimensions (where the encoder is not installed: --vectors-from, a file of them written
+# by derived_vectors.py)
+VECTORS = {"random": {}, "glove": {"embeddings": str(common.GLOVE)}, "minilm": {"embeddings": "transformer", "pca_dim": 300}}
 
 
 def accuracy_rows(models: list[str], seeds: list[int], epochs: int, device: str, vectors: str,
-                  keep: Path | None = None) -> list[dict]:
-    """``keep``: the folder of the run directories (a killed slice resumes its runs), else temporary ones."""
+                  keep: Path | None = None, vectors_from: Path | None = None) -> list[dict]:
+    """``keep``: the folder of the run directories (a killed slice resumes its runs), else temporary ones.
+    ``vectors_from``: the ``vectors`` read from this file instead."""
     rows = []
+    start = {"embeddings": str(vectors_from)} if vectors_from else VECTORS[vectors]
     size = SIZE if vectors == "random" else {k: v for k, v in SIZE.items() if k != "embed_dim"}   # the vectors' dim
     for m in models:
         values, seconds = [], []
         for seed in seeds:
             # an epoch is most of an hour on a CPU: checkpoints every 100 steps let a killed slice lose little
-            metrics = common.train_cell({"model": m, "data": "imdb", **size, **VECTORS[vectors], "epochs": epochs,
+            metrics = common.train_cell({"model": m, "data": "imdb", **size, **start, "epochs": epochs,
                                          "seed": seed, "accelerator": device, "max_vocab": 50000,
                                          "checkpoint_every": 100},
                                         keep=keep / common.run_name(m, vectors, "imdb", seed) if keep else None)
@@ -84,6 +90,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="run this one seed only (for parallel runs, then --merge)")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--vectors", choices=sorted(VECTORS), default="random")
+    ap.add_argument("--vectors-from", type=Path, default=None,
+                    help="a file of the --vectors (derived_vectors.py) for a machine without their encoder")
     ap.add_argument("--keep", type=Path, default=None, help="keep the accuracy runs here (a rerun resumes them)")
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--steps", type=int, default=40, help="timed training steps per model")
@@ -104,10 +112,11 @@ def main() -> None:
         rows += speed_rows(a.steps, a.warmup, a.device)
     if "accuracy" in a.parts:
         seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
-        rows += accuracy_rows(a.models.split(","), seeds, a.epochs, a.device, a.vectors, a.keep)
+        rows += accuracy_rows(a.models.split(","), seeds, a.epochs, a.device, a.vectors, a.keep, a.vectors_from)
     notes = (f"Texts cut at {SIZE['max_length']} tokens, vocabulary the 50,000 most frequent training words, Adam "
              f"1e-3. Speed rows: random 300-d embeddings. Accuracy rows: random 300-d embeddings ('random vectors') "
-             f"or the 50-d GloVe subset, fine-tuned ('glove vectors'); at most {a.epochs} epochs, the best dev "
+             f"or the 50-d GloVe subset ('glove vectors') or the packaged MiniLM's contextual word means over the "
+             f"training texts, PCA to 300 dimensions ('minilm vectors'), fine-tuned; at most {a.epochs} epochs, the best dev "
              f"epoch's weights tested. Seconds of an accuracy row: training time per seed, dev passes included. Paper "
              f"columns: the lecture slide's figures (a GPU); ours on {a.device}." + common.quick_note(a.quick))
     print(common.write("qrnn_imdb", rows, notes, a.out).with_suffix(".md").read_text())

@@ -5,6 +5,7 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -62,6 +63,7 @@ def test_merging_a_merge_pools_seeds_and_names_each_machine_once(tmp_path):
     (m,) = [r for r in doc["rows"] if r["model"] == "m"]
     assert m["values"] == [80.0, 82.0, 84.0] and m["mean"] == 82.0 and m["n"] == 3
     assert m["machine"] == f"{gpu} + {cpu}"                         # each machine once, however often merged
+    assert "seconds" not in m                                       # a GPU's and a CPU's times make no mean
     assert doc["machine"] == f"several (each row's machine field): {gpu}; {cpu}"
     assert doc["notes"].count("python t.py") == 4                   # every slice's command kept once
 
@@ -82,7 +84,7 @@ def test_merge_refuses_a_seed_or_a_speed_row_twice(tmp_path):
     ok = write_merged("t", [_slice(tmp_path / "a.json", "cpu", [row(1, 80.0)]),
                             _slice(tmp_path / "b.json", "cpu", [row(2, 82.0)])], out=tmp_path / "ok.json")
     (m,) = json.loads(ok.read_text())["rows"]
-    assert m["seeds"] == [1, 2] and m["values"] == [80.0, 82.0]
+    assert m["seeds"] == [1, 2] and m["values"] == [80.0, 82.0] and m["seconds"] == 1.0
     with pytest.raises(ValueError, match=r"seed\(s\) \[2\] .* are in two slices"):
         write_merged("t", [ok, _slice(tmp_path / "c.json", "cpu", [row(2, 82.0)])], out=tmp_path / "bad.json")
     speed = {"model": "m", "variant": "fast", "dataset": "-", "metric": "examples_per_s", "mean": 5.0,
@@ -220,3 +222,43 @@ def test_the_frontier_keeps_the_models_no_other_beats_on_both_axes():
     speed = {"slow good": 10.0, "fast bad": 1000.0, "mid": 100.0, "dominated": 50.0, "fast good": 900.0}
     acc = {"slow good": 90.0, "fast bad": 80.0, "mid": 85.0, "dominated": 84.0, "fast good": 86.0}
     assert frontier.pareto(list(speed), speed, acc) == ["fast bad", "fast good", "slow good"]
+
+
+def test_vectors_derived_to_a_file_start_a_run_as_the_encoder_does(tmp_path, monkeypatch):
+    """A machine without the encoder trains from derived_vectors.py's file: the same vectors
+    (to float16) as ``--embeddings transformer --pca-dim`` gives, for every word of the run."""
+    pytest.importorskip("transformers")
+    import gzip
+    import random
+
+    import derived_vectors
+    from safetensors.numpy import load_file
+    from adaptext.training.run import train_run
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
+    lines = gzip.open(Path(__file__).resolve().parent.parent / "adaptext/resources/trec/train.txt.gz", "rt",
+                      encoding="latin-1").read().splitlines()
+    random.Random(0).shuffle(lines)
+    kim = [l.split(":", 1)[0] + " " + l.split(" ", 1)[1] for l in lines[:400]]
+    data, test = tmp_path / "train.txt", tmp_path / "test.txt"
+    data.write_text("\n".join(kim[:300]) + "\n")
+    test.write_text("\n".join(kim[300:]) + "\n")
+    common = ["--data", str(data), "--test", str(test), "--model", "kim_cnn", "--max-vocab", "150", "--pca-dim", "12"]
+    monkeypatch.setattr(sys, "argv", ["derived_vectors.py", *common, "--out", str(tmp_path / "v.txt.gz"),
+                                      "--npz", str(tmp_path / "v.npz")])
+    derived_vectors.main()
+    monkeypatch.setattr(sys, "argv", ["derived_vectors.py", "--data", "-", "--from-npz", "--npz", str(tmp_path / "v.npz"),
+                                      "--out", str(tmp_path / "again.txt")])
+    derived_vectors.main()
+    assert (tmp_path / "again.txt").read_text() == gzip.open(tmp_path / "v.txt.gz", "rt").read()   # the transfer copy
+
+    opts = {"model": "kim_cnn", "data": str(data), "test": str(test), "max_vocab": 150, "epochs": 1, "filters": 4,
+            "embedding_mode": "static", "progress": False}                  # static: the vectors stay as started
+    runs = {"file": {"embeddings": str(tmp_path / "v.txt.gz")}, "encoder": {"embeddings": "transformer", "pca_dim": 12}}
+    tables = {}
+    for name, start in runs.items():
+        m = train_run({**opts, **start, "out": str(tmp_path / name)}, log=lambda *_: None)
+        assert m["info"]["embedding_coverage"] == 1.0
+        weights = load_file(str(tmp_path / name / "model.safetensors"))
+        (key,) = [k for k, v in weights.items() if v.shape == (152, 12)]
+        tables[name] = weights[key][2:]
+    assert np.abs(tables["file"] - tables["encoder"]).max() <= 2e-3 * np.abs(tables["encoder"]).max()
