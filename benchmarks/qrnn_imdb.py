@@ -57,7 +57,8 @@ def speed_rows(steps: int, warmup: int, device: str) -> list[dict]:
 # --vectors: the first layer's start. minilm: the packaged MiniLM's contextual means over the training texts,
 # PCA to the paper's 300 dimensions (where the encoder is not installed: --vectors-from, a file of them written
 # by derived_vectors.py)
-VECTORS = {"random": {}, "glove": {"embeddings": str(common.GLOVE)}, "minilm": {"embeddings": "transformer", "pca_dim": 300}}
+VECTORS = {"random": {}, "glove": {"embeddings": str(common.GLOVE)},
+           "minilm": {"embeddings": "transformer", "pca_dim": 300}}
 
 
 def accuracy_rows(models: list[str], seeds: list[int], epochs: int, device: str, vectors: str,
@@ -116,9 +117,9 @@ def main() -> None:
     notes = (f"Texts cut at {SIZE['max_length']} tokens, vocabulary the 50,000 most frequent training words, Adam "
              f"1e-3. Speed rows: random 300-d embeddings. Accuracy rows: random 300-d embeddings ('random vectors') "
              f"or the 50-d GloVe subset ('glove vectors') or the packaged MiniLM's contextual word means over the "
-             f"training texts, PCA to 300 dimensions ('minilm vectors'), fine-tuned; at most {a.epochs} epochs, the best dev "
-             f"epoch's weights tested. Seconds of an accuracy row: training time per seed, dev passes included. Paper "
-             f"columns: the lecture slide's figures (a GPU); ours on {a.device}." + common.quick_note(a.quick))
+             f"training texts, PCA to 300 dimensions ('minilm vectors'), fine-tuned; at most {a.epochs} epochs, the "
+             f"best dev epoch's weights tested. Seconds of an accuracy row: training time per seed, dev passes "
+             f"included. Paper columns: the lecture slide's figures (a GPU); ours on {a.device}." + common.quick_note(a.quick))
     print(common.write("qrnn_imdb", rows, notes, a.out).with_suffix(".md").read_text())
 
 
