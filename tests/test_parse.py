@@ -145,3 +145,18 @@ def test_a_tree_model_cross_validates_on_plain_pairs_and_predicts_pairs(tmp_path
     (ex,) = clf.as_examples([{"text": "Who wrote Hamlet ?", "pair": "Shakespeare did ."}])
     assert ex.tree.leaves() == ["who", "wrote", "hamlet", "?"] and ex.pair.leaves() == ["shakespeare", "did", "."]
     assert len(clf.predict([{"text": "Who wrote Hamlet ?", "pair": "Shakespeare did ."}])) == 1
+
+
+@needs_data
+def test_the_bracketer_can_start_from_vectors_derived_from_the_encoder(tmp_path, monkeypatch):
+    """``--vectors transformer``: every training word gets a vector of the asked size from the
+    packaged MiniLM, read in the training sentences' own contexts."""
+    pytest.importorskip("transformers")
+    from adaptext.parse.train import read_trees, word_vectors
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path))
+    trees = read_trees(DATA / "sst_ptb" / "dev.txt")[:40]
+    vectors = word_vectors(DATA, trees, "transformer", 16)
+    words = {w.lower() for t in trees for w in t.leaves()}
+    assert set(vectors) == words and all(v.shape == (16,) for v in vectors.values())
+    glove = word_vectors(DATA, trees, "glove", 50)
+    assert 0.8 * len(words) < len(glove) < len(words)          # GloVe misses some words; the encoder none

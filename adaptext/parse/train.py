@@ -88,13 +88,29 @@ def evaluate(bracketer: Bracketer, trees) -> float:
     return bracket_f1(trees, bracketer.parse([t.leaves() for t in trees]))
 
 
+def word_vectors(data: Path, train_trees, source: str, dim: int) -> dict:
+    """word -> start vector: the 50-d GloVe subset, or (``transformer``) the packaged MiniLM's
+    states averaged over each word's occurrences in the training sentences, PCA to ``dim``:
+    what the encoder knows of a word's syntax, at the cost of a lookup when parsing."""
+    words = sorted({w.lower() for t in train_trees for w in t.leaves()})
+    if source == "glove":
+        return read_vectors(data / "glove" / "glove.6B.50d.subset.txt.gz", wanted=set(words))[0]
+    from ..data.embeddings import principal_components
+    from ..data.text import Vocab
+    from ..data.transformer_vectors import transformer_vectors
+    vocab = Vocab(words)
+    mat, coverage = transformer_vectors(vocab, "transformer", [[w.lower() for w in t.leaves()] for t in train_trees])
+    if dim < mat.shape[1]:
+        mat, _ = principal_components(mat, coverage, dim)
+    return {w: mat[k].numpy() for k, w in enumerate(vocab.itos) if k >= 2}
+
+
 def train(data: Path, out: Path, epochs: int, patience: int, seed: int, cfg: BracketerConfig, lr: float = 2e-3,
-          batch_size: int = 32, word_dropout: float = 0.3) -> float:
+          batch_size: int = 32, word_dropout: float = 0.3, vectors: str = "glove") -> float:
     random.seed(seed)
     torch.manual_seed(seed)
     train_trees, dev = read_trees(data / "sst_ptb" / "train.txt"), read_trees(data / "sst_ptb" / "dev.txt")
-    words = {w.lower() for t in train_trees for w in t.leaves()}
-    vectors, _ = read_vectors(data / "glove" / "glove.6B.50d.subset.txt.gz", wanted=words)
+    vectors = word_vectors(data, train_trees, vectors, cfg.embed_dim)
     bracketer, counts = build(train_trees, vectors, cfg)
     opt = torch.optim.Adam(bracketer.model.parameters(), lr=lr)
     halve = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="max", factor=0.5, patience=0)
@@ -126,12 +142,14 @@ def main(argv=None):
     ap.add_argument("--patience", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--vectors", choices=("glove", "transformer"), default="glove",
+                    help="the words' start: the 50-d GloVe subset, or MiniLM-derived vectors (PCA to --embed-dim)")
     for f in dataclasses.fields(BracketerConfig):
         ap.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
     a = ap.parse_args(argv)
     torch.set_num_threads(2)
     cfg = BracketerConfig(**{f.name: getattr(a, f.name) for f in dataclasses.fields(BracketerConfig)})
-    best = train(Path(a.data), Path(a.out), a.epochs, a.patience, a.seed, cfg, a.lr)
+    best = train(Path(a.data), Path(a.out), a.epochs, a.patience, a.seed, cfg, a.lr, vectors=a.vectors)
     print(f"best dev F1 {best:.2f}; saved to {a.out}")
 
 
