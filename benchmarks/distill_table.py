@@ -6,6 +6,7 @@ prediction throughput (sentences/s, batch 64) measured in the same run beside th
     python benchmarks/distill_table.py --datasets sst2,trec --students kim_cnn --seeds 3
     python benchmarks/distill_table.py --datasets trec --students kim_cnn --seeds 1 --augment 2 \\
         --out /tmp/distill.json                    # a slice
+    python benchmarks/distill_table.py --datasets sst2 --students ac_cnn --seed 3 --out s3.json   # one seed
     python benchmarks/distill_table.py --merge a.json b.json
 
 Teachers and students are kept under --keep (default ~/.cache/adaptext/runs/distill), so a killed
@@ -34,6 +35,8 @@ def args():
     ap.add_argument("--datasets", default="sst2,trec")
     ap.add_argument("--students", default="kim_cnn")
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0,
+                    help="run this one seed only (a slice to --merge; throughput is measured on seed 1's runs)")
     ap.add_argument("--augment", type=int, default=10, help="augmented copies of each training text")
     ap.add_argument("--student-epochs", type=int, default=10)
     ap.add_argument("--vectors", action="store_true",
@@ -89,7 +92,8 @@ def dataset_rows(a, dataset: str) -> list[dict]:
     rows, texts = [], test_texts(dataset)
     base = {"data": DATA_NAME[dataset]}
     accs, speed = {}, {}
-    for seed in range(1, a.seeds + 1):
+    seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
+    for seed in seeds:
         m, teacher = cell(keep, f"transformer-{dataset}-seed{seed}", {**TEACHER, **base, "seed": seed})
         accs.setdefault(("transformer", "teacher"), []).append(m["test"]["accuracy"])
         if seed == 1:
@@ -115,11 +119,11 @@ def dataset_rows(a, dataset: str) -> list[dict]:
                     speed[(model, variant + label)] = throughput(run, texts)
     for (model, variant), values in accs.items():
         rows.append({"model": model, "variant": variant, "dataset": dataset, "split": "test", "metric": "accuracy",
-                     **common.stats(values)})
-    teacher_speed = speed[("transformer", "teacher")]
+                     **common.stats(values), "seeds": seeds})
     for (model, variant), v in speed.items():
         rows.append({"model": model, "variant": variant, "dataset": dataset, "metric": "sentences_per_s",
-                     "mean": round(v, 1), "n": 1, "baseline": "transformer", "ratio": round(v / teacher_speed, 2)})
+                     "mean": round(v, 1), "n": 1, "baseline": "transformer",
+                     "ratio": round(v / speed[("transformer", "teacher")], 2)})
     return rows
 
 
@@ -130,7 +134,7 @@ def main() -> None:
         return
     import torch
     torch.set_num_threads(a.threads)
-    partial = a.seeds < 3 or a.datasets != "sst2,trec" or a.students != ",".join(STUDENTS)
+    partial = a.seed or a.seeds < 3 or a.datasets != "sst2,trec" or a.students != ",".join(STUDENTS)
     common.require_out(a, partial)
     rows = [r for d in a.datasets.split(",") for r in dataset_rows(a, d)]
     notes = (f"Teacher: transformer (all-MiniLM-L6-v2) fine-tuned {TEACHER['epochs']} epochs, lr {TEACHER['lr']}. "
