@@ -146,18 +146,19 @@ def train_cell(opts: dict, keep: Path | None = None) -> dict:
     finished is read back, one that was cut short (a killed slice) is resumed from its checkpoint."""
     import contextlib
     import tempfile
-    from adaptext.training.run import train_run
     from adaptext.runs.files import read_json
+    from adaptext.runs.options import RESUME_MAY_CHANGE
+    from adaptext.training.run import train_run
+    opts = {"progress": False, "data_dir": str(DATA), **opts}
     if keep and (keep / "metrics.json").exists():
         return read_json(keep / "metrics.json")
     if keep and (keep / "config.json").exists():
-        # the cell's checkpoint interval: a run kept by an older slice may checkpoint less often
-        engine = {k: opts[k] for k in ("checkpoint_every",) if k in opts}
-        return train_run({"resume": str(keep), "progress": False, "accelerator": opts.get("accelerator", "auto"),
-                          **engine}, log=lambda *_: None)
+        # what a resume may change comes from this cell: a slice on another machine has its own data folder,
+        # device and checkpoint interval (no device asked: whichever this machine has)
+        return train_run({"resume": str(keep), "accelerator": "auto",
+                          **{k: v for k, v in opts.items() if k in RESUME_MAY_CHANGE}}, log=lambda *_: None)
     with contextlib.nullcontext() if keep else tempfile.TemporaryDirectory() as tmp:
-        out = keep or Path(tmp) / "run"
-        return train_run({"progress": False, "data_dir": str(DATA), **opts, "out": str(out)}, log=lambda *_: None)
+        return train_run({**opts, "out": str(keep or Path(tmp) / "run")}, log=lambda *_: None)
 
 
 def run_name(model: str, label: str, dataset: str, seed: int) -> str:

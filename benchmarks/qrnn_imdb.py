@@ -119,7 +119,8 @@ def main() -> None:
              f"or the 50-d GloVe subset ('glove vectors') or the packaged MiniLM's contextual word means over the "
              f"training texts, PCA to 300 dimensions ('minilm vectors'), fine-tuned; at most {a.epochs} epochs, the "
              f"best dev epoch's weights tested. Seconds of an accuracy row: training time per seed, dev passes "
-             f"included. Paper columns: the lecture slide's figures (a GPU); ours on {a.device}." + common.quick_note(a.quick))
+             f"included. Paper columns: the lecture slide's figures (a GPU); ours on {a.device}."
+             + common.quick_note(a.quick))
     print(common.write("qrnn_imdb", rows, notes, a.out).with_suffix(".md").read_text())
 
 

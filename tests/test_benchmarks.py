@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from common import train_cell, write_merged  # noqa: E402
+from common import DATA, train_cell, write_merged  # noqa: E402
 from conftest import needs_data  # noqa: E402
 
 OPTS = {"model": "kim_cnn", "data": "trec-demo", "seed": 2, "filters": 8, "embed_dim": 16, "max_length": 20,
@@ -41,7 +41,8 @@ def test_a_kept_run_resumes_with_the_cells_checkpoint_interval(tmp_path, monkeyp
     seen = {}
     monkeypatch.setattr("adaptext.training.run.train_run", lambda opts, log: seen.update(opts) or {"resumed": 1})
     assert train_cell({**OPTS, "checkpoint_every": 100}, tmp_path) == {"resumed": 1}
-    assert seen == {"resume": str(tmp_path), "progress": False, "accelerator": "auto", "checkpoint_every": 100}
+    assert seen == {"resume": str(tmp_path), "progress": False, "accelerator": "auto", "checkpoint_every": 100,
+                    "threads": 1, "data_dir": str(DATA)}             # every option a resume may change, no other
 
 
 def _slice(path, machine, rows, notes="One slice."):
@@ -242,12 +243,12 @@ def test_vectors_derived_to_a_file_start_a_run_as_the_encoder_does(tmp_path, mon
     data, test = tmp_path / "train.txt", tmp_path / "test.txt"
     data.write_text("\n".join(kim[:300]) + "\n")
     test.write_text("\n".join(kim[300:]) + "\n")
-    common = ["--data", str(data), "--test", str(test), "--model", "kim_cnn", "--max-vocab", "150", "--pca-dim", "12"]
-    monkeypatch.setattr(sys, "argv", ["derived_vectors.py", *common, "--out", str(tmp_path / "v.txt.gz"),
+    derive = ["--data", str(data), "--test", str(test), "--model", "kim_cnn", "--max-vocab", "150", "--pca-dim", "12"]
+    monkeypatch.setattr(sys, "argv", ["derived_vectors.py", *derive, "--out", str(tmp_path / "v.txt.gz"),
                                       "--npz", str(tmp_path / "v.npz")])
     derived_vectors.main()
-    monkeypatch.setattr(sys, "argv", ["derived_vectors.py", "--data", "-", "--from-npz", "--npz", str(tmp_path / "v.npz"),
-                                      "--out", str(tmp_path / "again.txt")])
+    monkeypatch.setattr(sys, "argv", ["derived_vectors.py", "--data", "-", "--from-npz",
+                                      "--npz", str(tmp_path / "v.npz"), "--out", str(tmp_path / "again.txt")])
     derived_vectors.main()
     assert (tmp_path / "again.txt").read_text() == gzip.open(tmp_path / "v.txt.gz", "rt").read()   # the transfer copy
 
