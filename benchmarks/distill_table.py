@@ -46,6 +46,8 @@ def args():
                          "added to the transfer set as unlabelled texts (the teacher labels them)")
     ap.add_argument("--keep", default=str(Path.home() / ".cache" / "adaptext" / "runs" / "distill"))
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--accelerator", default="auto", help="where teachers and students train (throughput is "
+                    "always measured on the CPU)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*")
     a = ap.parse_args()
@@ -90,7 +92,7 @@ def cell(keep: Path, name: str, opts: dict) -> tuple[dict, Path]:
 def dataset_rows(a, dataset: str) -> list[dict]:
     keep = Path(a.keep)
     rows, texts = [], test_texts(dataset)
-    base = {"data": DATA_NAME[dataset]}
+    base = {"data": DATA_NAME[dataset], "accelerator": a.accelerator}
     accs, speed = {}, {}
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     for seed in seeds:

@@ -125,3 +125,30 @@ def test_run_trained_on_gpu_predicts_the_same_on_cpu(tmp_path, monkeypatch):
     assert [x["label"] for x in a] == [x["label"] for x in b]
     for x, y in zip(a, b):
         assert all(abs(x["probs"][k] - y["probs"][k]) < 1e-4 for k in x["probs"])
+
+
+@needs_data
+def test_a_student_trained_on_the_gpu_gets_its_teachers_logits_from_the_gpu(tmp_path, monkeypatch):
+    from adaptext.training import distill, run
+    small = {"epochs": 1, "seed": 3, "filters": 16, "embed_dim": 32, "progress": False}
+    teacher = tmp_path / "teacher"
+    run.train_run({**small, "out": str(teacher)})                    # any run can teach; this one on the CPU
+    devices, teacher_logits = [], distill.teacher_logits
+
+    def note_device(*a, device="cpu", **k):
+        devices.append(device)
+        return teacher_logits(*a, device=device, **k)
+    monkeypatch.setattr(distill, "teacher_logits", note_device)
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
+    m = run.train_run({**small, "out": str(tmp_path / "student"), "teacher": str(teacher), "augment": 1,
+                       "accelerator": "gpu"})
+    assert devices == ["cuda"] and m["test"]["accuracy"] > 30
+    from adaptext import load
+    from adaptext.data.examples import TextExample
+    texts = ("What is the capital of France ?", "Who wrote Hamlet ?", "How many feet are in a mile ?")
+    examples = [TextExample(t) for t in texts]
+    labels = load(teacher).labels.labels
+    on_gpu = teacher_logits(teacher, examples, labels, log=lambda *_: None, device="cuda")
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cpu-cache"))      # computed again, not read back
+    on_cpu = teacher_logits(teacher, examples, labels, log=lambda *_: None, device="cpu")
+    assert abs(on_gpu - on_cpu).max() < 1e-4

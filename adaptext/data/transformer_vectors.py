@@ -41,9 +41,9 @@ def cache_dir() -> Path:
     return cache_root() / "vectors"
 
 
-def transformer_vectors(vocab, spec: str, token_lists, log=print) -> tuple[torch.Tensor, Coverage]:
+def transformer_vectors(vocab, spec: str, token_lists, log=print, device: str = "cpu") -> tuple[torch.Tensor, Coverage]:
     """[len(vocab), dim] vectors from the encoder of ``spec`` (the padding row zero, <unk> the
-    mean of the others), and their coverage (every word has one)."""
+    mean of the others), and their coverage (every word has one); the encoder runs on ``device``."""
     from .. import pretrained
     name = encoder_name(spec)
     path = cache_dir() / f"{_key(pretrained.resolve(name), vocab.itos)}.safetensors"
@@ -51,7 +51,7 @@ def transformer_vectors(vocab, spec: str, token_lists, log=print) -> tuple[torch
         from safetensors.torch import load_file
         mat = load_file(str(path))["vectors"]
     else:
-        mat = _derive(name, vocab, token_lists, log)
+        mat = _derive(name, vocab, token_lists, log, device)
         _save(mat, path)
     return mat, Coverage(len(vocab) - 2, len(vocab) - 2, mat.shape[1], f"{PREFIX}:{name}")
 
@@ -63,9 +63,9 @@ def _key(resolved: str, words: list[str]) -> str:
 
 
 @torch.no_grad()
-def _derive(name: str, vocab, token_lists, log) -> torch.Tensor:
+def _derive(name: str, vocab, token_lists, log, device: str = "cpu") -> torch.Tensor:
     from .. import pretrained
-    tok, enc = pretrained.tokenizer(name), pretrained.encoder(name).eval()
+    tok, enc = pretrained.tokenizer(name), pretrained.encoder(name).eval().to(device)
     dim = enc.config.hidden_size
     sums, counts = torch.zeros(len(vocab), dim, dtype=torch.float64), torch.zeros(len(vocab), dtype=torch.long)
     texts = [t for t in token_lists if t]
@@ -86,7 +86,7 @@ def _accumulate(tok, enc, texts: list[list[str]], vocab, sums, counts) -> None:
     """Add each word's state (the mean over its pieces) to its row of ``sums``."""
     batch = tok(texts, is_split_into_words=True, truncation=True, max_length=MAX_PIECES, padding=True,
                 return_tensors="pt")
-    states = enc(**batch).last_hidden_state.double()             # [B, P, D]
+    states = enc(**batch.to(enc.device)).last_hidden_state.double().cpu()     # [B, P, D]
     for b, words in enumerate(texts):
         row, pieces = {}, batch.word_ids(b)
         for p, w in enumerate(pieces):

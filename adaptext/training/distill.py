@@ -89,10 +89,11 @@ def unlabeled_texts(path) -> list:
 
 
 # ----------------------------------------------------------------------- teacher logits
-def teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=print) -> np.ndarray:
-    """[len(examples), classes] logits of the teacher run, in the student's class order."""
+def teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=print,
+                   device: str = "cpu") -> np.ndarray:
+    """[len(examples), classes] logits of the teacher run (on ``device``), in the student's class order."""
     from .. import load
-    teacher = load(teacher_dir)
+    teacher = load(teacher_dir, device)
     if sorted(teacher.labels.labels) != sorted(student_labels) or teacher.labels.multilabel:
         raise DataError(teacher_dir, None, f"the teacher's classes ({', '.join(teacher.labels.labels)}) are not the "
                                            f"training data's ({', '.join(student_labels)}), or it is multi-label")
@@ -136,12 +137,12 @@ def _save(path: Path, array: np.ndarray) -> None:
     tmp.replace(path)
 
 
-def soft_items(cfg: dict, train: list, encoder, bad, log=print) -> list:
+def soft_items(cfg: dict, train: list, encoder, bad, log=print, device: str = "cpu") -> list:
     """The transfer set encoded for the student, each item with the teacher's logits (``soft``)."""
     if train and train[0].kind not in ("text", "pair"):
         raise DataError(cfg["teacher"], None, f"distillation reads text or pair examples, not {train[0].kind}")
     transfer = transfer_set(cfg, train, log)
-    logits = teacher_logits(cfg["teacher"], transfer, encoder.labels.labels, log)
+    logits = teacher_logits(cfg["teacher"], transfer, encoder.labels.labels, log, device)
     items = encoder.encode(transfer, bad)
     for it in items:
         it.soft = logits[it.index]
