@@ -135,9 +135,9 @@ def test_a_student_trained_on_the_gpu_gets_its_teachers_logits_from_the_gpu(tmp_
     run.train_run({**small, "out": str(teacher)})                    # any run can teach; this one on the CPU
     devices, teacher_logits = [], distill.teacher_logits
 
-    def note_device(*a, device="cpu", **k):
+    def note_device(teacher_dir, examples, labels, log=print, device="cpu"):
         devices.append(device)
-        return teacher_logits(*a, device=device, **k)
+        return teacher_logits(teacher_dir, examples, labels, log, device=device)
     monkeypatch.setattr(distill, "teacher_logits", note_device)
     monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
     m = run.train_run({**small, "out": str(tmp_path / "student"), "teacher": str(teacher), "augment": 1,

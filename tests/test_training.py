@@ -561,3 +561,23 @@ def test_resume_evaluate_and_serve_keep_the_run_s_own_settings(demo_run, tmp_pat
     monkeypatch.setitem(sys.modules, "uvicorn", None)                            # the [serve] extra missing
     assert main(["serve", "run"]) == 2
     assert capsys.readouterr().err.strip() == "error: serving needs uvicorn: pip install 'adaptext[serve]'"
+
+
+def test_a_students_teacher_logits_are_computed_where_the_student_trains(tmp_path, monkeypatch):
+    """On the CPU here; ``tests/test_cuda.py`` trains a student on a GPU and checks the logits there."""
+    from adaptext.training import distill
+    from adaptext.training.run import prepare_device
+    small = {"epochs": 1, "seed": 3, "filters": 8, "embed_dim": 16, "progress": False}
+    train_run({**small, "out": str(tmp_path / "teacher")})       # any run can teach
+    devices, teacher_logits = [], distill.teacher_logits
+
+    def note_device(teacher_dir, examples, labels, log=print, device="cpu"):
+        devices.append(device)
+        return teacher_logits(teacher_dir, examples, labels, log, device=device)
+    monkeypatch.setattr(distill, "teacher_logits", note_device)
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
+    train_run({**small, "out": str(tmp_path / "student"), "teacher": str(tmp_path / "teacher"),
+               "accelerator": "auto"})
+    gpu = "cuda" if torch.cuda.is_available() else "cpu"
+    assert devices == [gpu]
+    assert [prepare_device({"accelerator": a}) for a in ("cpu", "auto", "gpu")] == ["cpu", gpu, gpu]

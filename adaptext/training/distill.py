@@ -142,7 +142,7 @@ def soft_items(cfg: dict, train: list, encoder, bad, log=print, device: str = "c
     if train and train[0].kind not in ("text", "pair"):
         raise DataError(cfg["teacher"], None, f"distillation reads text or pair examples, not {train[0].kind}")
     transfer = transfer_set(cfg, train, log)
-    logits = teacher_logits(cfg["teacher"], transfer, encoder.labels.labels, log, device)
+    logits = teacher_logits(cfg["teacher"], transfer, encoder.labels.labels, log, device=device)
     items = encoder.encode(transfer, bad)
     for it in items:
         it.soft = logits[it.index]

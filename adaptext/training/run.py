@@ -86,7 +86,7 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
     encoded = [encoder.encode(s, bad) if s else None for s in (train, dev, test)]
     if cfg["teacher"]:
         from .distill import soft_items
-        encoded[0] = soft_items(cfg, train, encoder, bad, log, prepare_device(cfg))
+        encoded[0] = soft_items(cfg, train, encoder, bad, log, device=prepare_device(cfg))
     return Prepared(spec, vectors, coverage, *encoded, test or [], bad, encoder.truncated)
 
 
@@ -120,7 +120,7 @@ def pretrained_vectors(cfg: dict, vocab: Vocab, texts, bad: BadLines, log=print)
     """(vectors, coverage) of the run's ``--embeddings`` for its vocabulary, or (None, None);
     ``texts()``: the training texts as token lists (transformer-derived vectors read them)."""
     if is_transformer_spec(cfg["embeddings"]):
-        vectors, coverage = transformer_vectors(vocab, cfg["embeddings"], texts(), log, prepare_device(cfg))
+        vectors, coverage = transformer_vectors(vocab, cfg["embeddings"], texts(), log, device=prepare_device(cfg))
     elif cfg["embeddings"]:
         vectors, coverage = embedding_matrix(vocab, cfg["embeddings"], cfg["oov_init"], cfg["oov_scale"], cfg["seed"],
                                              bad=bad)
