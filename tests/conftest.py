@@ -150,3 +150,24 @@ def registered_case(name: str, kind: str):
     model = create_model(name, num_classes=num_classes, vocab_size=vocab_size, kind=kind,
                          tag_vocab_size=n_tags, **entry.test_config)
     return model, items, num_classes
+
+
+def distil_small(tmp_path, monkeypatch, accelerator: str, **student):
+    """A small kim_cnn teacher trained on the bundled questions (on the CPU), then a student
+    distilled from it on ``accelerator``: (the devices its teacher's logits were computed on,
+    the teacher's run directory, the student's metrics)."""
+    from adaptext.training import distill
+    from adaptext.training.run import train_run
+    small = {"epochs": 1, "seed": 3, "filters": 16, "embed_dim": 32, "progress": False}
+    teacher = tmp_path / "teacher"
+    train_run({**small, "out": str(teacher)})                     # any run can teach
+    devices, teacher_logits = [], distill.teacher_logits
+
+    def note_device(teacher_dir, examples, labels, log=print, device="cpu"):
+        devices.append(device)
+        return teacher_logits(teacher_dir, examples, labels, log, device=device)
+    monkeypatch.setattr(distill, "teacher_logits", note_device)
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
+    m = train_run({**small, **student, "out": str(tmp_path / "student"), "teacher": str(teacher),
+                   "accelerator": accelerator})
+    return devices, teacher, m

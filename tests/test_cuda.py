@@ -12,7 +12,7 @@ from adaptext.nn.adaptive import AdaptiveConv1d
 from adaptext.nn.qrnn import linear_scan
 from adaptext.training.optim import Adadelta, Adagrad, param_groups
 
-from conftest import collate_for, needs_data, registered_case
+from conftest import collate_for, distil_small, needs_data, registered_case
 from test_adaptive import C_IN, C_OUT, G, naive_forward, padded_batch
 from test_encoders import scan_reference
 from test_optim import Bag, batches, train
@@ -129,22 +129,11 @@ def test_run_trained_on_gpu_predicts_the_same_on_cpu(tmp_path, monkeypatch):
 
 @needs_data
 def test_a_student_trained_on_the_gpu_gets_its_teachers_logits_from_the_gpu(tmp_path, monkeypatch):
-    from adaptext.training import distill, run
-    small = {"epochs": 1, "seed": 3, "filters": 16, "embed_dim": 32, "progress": False}
-    teacher = tmp_path / "teacher"
-    run.train_run({**small, "out": str(teacher)})                    # any run can teach; this one on the CPU
-    devices, teacher_logits = [], distill.teacher_logits
-
-    def note_device(teacher_dir, examples, labels, log=print, device="cpu"):
-        devices.append(device)
-        return teacher_logits(teacher_dir, examples, labels, log, device=device)
-    monkeypatch.setattr(distill, "teacher_logits", note_device)
-    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
-    m = run.train_run({**small, "out": str(tmp_path / "student"), "teacher": str(teacher), "augment": 1,
-                       "accelerator": "gpu"})
-    assert devices == ["cuda"] and m["test"]["accuracy"] > 30
     from adaptext import load
     from adaptext.data.examples import TextExample
+    from adaptext.training.distill import teacher_logits
+    devices, teacher, m = distil_small(tmp_path, monkeypatch, "gpu", augment=1)
+    assert devices == ["cuda"] and m["test"]["accuracy"] > 30
     texts = ("What is the capital of France ?", "Who wrote Hamlet ?", "How many feet are in a mile ?")
     examples = [TextExample(t) for t in texts]
     labels = load(teacher).labels.labels

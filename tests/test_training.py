@@ -14,7 +14,7 @@ from adaptext.data.errors import DataError, UsageError
 from adaptext.runs.inputs import InputReader
 from adaptext.training.run import train_run
 
-from conftest import DATA, needs_data
+from conftest import DATA, distil_small, needs_data
 
 TINY = {"filters": 8, "embed_dim": 16, "progress": False, "max_length": 60}
 
@@ -565,19 +565,8 @@ def test_resume_evaluate_and_serve_keep_the_run_s_own_settings(demo_run, tmp_pat
 
 def test_a_students_teacher_logits_are_computed_where_the_student_trains(tmp_path, monkeypatch):
     """On the CPU here; ``tests/test_cuda.py`` trains a student on a GPU and checks the logits there."""
-    from adaptext.training import distill
     from adaptext.training.run import prepare_device
-    small = {"epochs": 1, "seed": 3, "filters": 8, "embed_dim": 16, "progress": False}
-    train_run({**small, "out": str(tmp_path / "teacher")})       # any run can teach
-    devices, teacher_logits = [], distill.teacher_logits
-
-    def note_device(teacher_dir, examples, labels, log=print, device="cpu"):
-        devices.append(device)
-        return teacher_logits(teacher_dir, examples, labels, log, device=device)
-    monkeypatch.setattr(distill, "teacher_logits", note_device)
-    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
-    train_run({**small, "out": str(tmp_path / "student"), "teacher": str(tmp_path / "teacher"),
-               "accelerator": "auto"})
+    devices, _, m = distil_small(tmp_path, monkeypatch, "auto")
     gpu = "cuda" if torch.cuda.is_available() else "cpu"
-    assert devices == [gpu]
+    assert devices == [gpu] and m["test"]["accuracy"] > 20
     assert [prepare_device({"accelerator": a}) for a in ("cpu", "auto", "gpu")] == ["cpu", gpu, gpu]
