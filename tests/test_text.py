@@ -27,6 +27,14 @@ def test_word_tokenizer_splits_clitics_and_punctuation():
     assert Tokenizer(level="char")("Ab  c") == ["a", "b", " ", "c"]
 
 
+def test_a_masked_word_is_the_unknown_word_not_three_tokens():
+    """A distillation copy masks words as <unk>: the student must read its unknown-word id there."""
+    assert Tokenizer()("What is <unk> , a<UNK>b ?") == ["what", "is", "<unk>", ",", "a", "<unk>", "b", "?"]
+    assert Tokenizer(clean="kim")("What's <unk>?") == ["what", "'s", "<unk>", "?"]
+    v = Vocab.build([Tokenizer()("what is <unk> ?")])
+    assert "<unk>" not in v.itos[2:] and v.encode(Tokenizer()("what is <unk> ?"))[2] == 1
+
+
 def test_vocab_min_freq_and_special_ids():
     v = Vocab.build([["a", "b", "a"], ["a", "c", "b"]], min_freq=2)
     assert v.itos == ["<pad>", "<unk>", "a", "b"]

@@ -131,6 +131,15 @@ def test_teacher_logits_resume_after_a_kill(teacher, tmp_path, monkeypatch):
     assert np.allclose(larger[:8], resumed[:8])
 
 
+def test_a_masked_word_reaches_a_pretrained_teacher_as_its_mask_token(teacher):
+    from adaptext.data.examples import TextExample
+    from adaptext.training.distill import as_the_teacher_reads
+    t = adaptext.load(teacher[0])
+    texts = [ex.text for ex in as_the_teacher_reads(t, [TextExample("what is <unk> ?"), TextExample("who wrote it ?")])]
+    assert texts == ["what is [MASK] ?", "who wrote it ?"]
+    assert "[MASK]" in t.tokens(texts[0])                   # one piece, the encoder's own mask
+
+
 def test_a_distilled_student_learns_from_its_teacher_and_loads_without_transformers(teacher, data, tmp_path,
                                                                                     capsys, monkeypatch):
     monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))

@@ -42,7 +42,7 @@ from .errors import BadLines, DataError
 from .readers import ReadOptions, file_format
 from .text import Tokenizer, TokenizerConfig
 
-VERSION = 2
+VERSION = 3                   # 3: the word tokenizer keeps <unk> whole
 CHUNK = 2000                  # examples per task handed to a worker
 PARALLEL_FROM = 64 << 20      # files this large (bytes) are tokenised in worker processes by default
 PROGRESS_FROM = 16 << 20      # and files this large show a progress bar

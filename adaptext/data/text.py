@@ -61,9 +61,8 @@ class Tokenizer:
             text = text.lower()
         if c.level == "char":
             return list(re.sub(r"\s+", " ", text).strip())
-        if c.clean == "kim":
-            return kim_clean(text).split()
-        return _WORD.findall(text)
+        split = (lambda t: kim_clean(t).split()) if c.clean == "kim" else _WORD.findall
+        return _keeping_unk(text, split)
 
     def to_dict(self) -> dict:
         return asdict(self.config)
@@ -75,6 +74,17 @@ class Tokenizer:
             from ..pretrained import vocabulary
             return Vocab(vocabulary(self.config.pretrained), shift=True)
         return Vocab.build(token_lists, min_freq, max_size)
+
+
+def _keeping_unk(text: str, split) -> list[str]:
+    """``split(text)`` with each ``<unk>`` kept whole: a word masked out (a distillation copy, a
+    corpus that spells unknown words so) reads as the vocabulary's unknown word, not as < unk >."""
+    if UNK not in text:
+        return split(text)
+    out = []
+    for k, part in enumerate(text.split(UNK)):
+        out += ([UNK] if k else []) + split(part)
+    return out
 
 
 class Vocab:

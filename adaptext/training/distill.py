@@ -3,7 +3,8 @@ into Simple Neural Networks"): a fast student learns the logits of a trained tea
 transfer set, the training texts and more, beside the true labels of the texts that have one.
 
 Transfer set (Section 3.2): the training examples; ``augment`` copies of each, rewritten word by
-word (with probability 0.1 a word becomes <unk>, the masking rule; else with probability 0.1 a
+word (with probability 0.1 a word becomes <unk>, the masking rule: the student's unknown word, a
+pretrained teacher's mask token; else with probability 0.1 a
 word of the same part of speech seen in the training texts; then with probability 0.25 the
 copy is cut to an n-gram of 1 to 5 words); and the lines of an ``unlabeled`` file. The
 teacher's logits are computed once, in chunks cached on disk, each keyed by the teacher's weights
@@ -97,6 +98,7 @@ def teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=p
     if sorted(teacher.labels.labels) != sorted(student_labels) or teacher.labels.multilabel:
         raise DataError(teacher_dir, None, f"the teacher's classes ({', '.join(teacher.labels.labels)}) are not the "
                                            f"training data's ({', '.join(student_labels)}), or it is multi-label")
+    examples = as_the_teacher_reads(teacher, examples)
     folder = _cache(teacher_dir)
     folder.mkdir(parents=True, exist_ok=True)
     chunks = []
@@ -110,6 +112,20 @@ def teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=p
         chunks.append(np.load(path))
     order = [teacher.labels.labels.index(l) for l in student_labels]
     return np.concatenate(chunks)[:, order]
+
+
+def as_the_teacher_reads(teacher, examples: list) -> list:
+    """The transfer set with each masked word spelled as the teacher's mask: a pretrained encoder's
+    own mask token (``[MASK]``, the word it was trained to fill in: MiniLM reads the text ``<unk>``
+    as an abbreviation and labels "What is <unk> ?" ABBR), <unk> for a word-level teacher."""
+    mask = MASK
+    tokenizer = teacher.encoder.tokenizer.config
+    if tokenizer.level == "subword":
+        from ..pretrained import tokenizer as pieces
+        mask = pieces(tokenizer.pretrained).mask_token or MASK
+    if mask == MASK:
+        return examples
+    return [replace(ex, text=ex.text.replace(MASK, mask)) if MASK in ex.text else ex for ex in examples]
 
 
 def _as_input(ex):
