@@ -86,7 +86,7 @@ def sst_phrases(keep: Path) -> Path:
 
 def cell(keep: Path, name: str, opts: dict) -> tuple[dict, Path]:
     run = keep / name
-    m = common.train_cell({"progress": False, **opts}, keep=run)
+    m = common.train_cell(opts, keep=run)
     print(f"{name}: test accuracy {m['test']['accuracy']:.2f}, {m['info']['train_seconds']:.0f} s", flush=True)
     return m, run
 
