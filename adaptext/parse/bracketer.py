@@ -9,15 +9,17 @@ binary tree whose spans have the highest total score. The first MLP layer is lin
 span vector, so it is applied to the fenceposts once and differenced per span: memory grows
 with length x length x the MLP width, not x the LSTM width.
 
-Words are read lower-cased, as a vocabulary id (50-d vectors initialised from GloVe) and the
-hashed ids of their last two and three characters (so an unknown word still shows its
-morphology: -ly, -ing, -ed).
+Words are read lower-cased (runs lower-case their texts before parsing), as a vocabulary id
+(50-d vectors initialised from GloVe) and the hashed ids of their last two and three characters
+(so an unknown word still shows its morphology: -ly, -ing, -ed); optionally also through a CNN
+over their characters (prefixes, inner hyphens) and NLTK's POS tags.
 """
 from __future__ import annotations
 
 import json
 import zlib
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +29,7 @@ from torch import nn
 from ..data.trees import Tree, _Builder, _postorder
 
 SUFFIX_BUCKETS = 4096
+CHAR_BUCKETS, CHAR_EMBED, MAX_CHARS = 512, 16, 24
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
 
@@ -40,11 +43,21 @@ class BracketerConfig:
     mlp: int = 128
     dropout: float = 0.3
     tag_dim: int = 0           # > 0: POS tags from NLTK's tagger are read too
+    char_dim: int = 32         # > 0: a width-3 CNN over the word's characters adds this many features
 
 
+@lru_cache(maxsize=1 << 16)
 def suffix_ids(word: str) -> tuple[int, int]:
     """Hashed buckets (1..SUFFIX_BUCKETS-1) of the word's last two and three characters."""
     return tuple(1 + zlib.crc32(f"{n}:{word[-n:]}".encode()) % (SUFFIX_BUCKETS - 1) for n in (2, 3))
+
+
+@lru_cache(maxsize=1 << 16)
+def char_ids(word: str) -> tuple[int, ...]:
+    """The word's first MAX_CHARS characters as buckets 1..CHAR_BUCKETS-1 (code points above fold
+    onto the last one), padded with 0 to MAX_CHARS."""
+    ids = [min(ord(c), CHAR_BUCKETS - 1) or 1 for c in word[:MAX_CHARS]]
+    return tuple(ids + [0] * (MAX_CHARS - len(ids)))
 
 
 class SpanScorer(nn.Module):
@@ -54,31 +67,54 @@ class SpanScorer(nn.Module):
         self.embed = nn.Embedding(vocab_size, cfg.embed_dim, padding_idx=PAD)
         self.suffix = nn.Embedding(SUFFIX_BUCKETS, cfg.suffix_dim, padding_idx=0)
         self.tag = nn.Embedding(tag_count, cfg.tag_dim, padding_idx=PAD) if cfg.tag_dim else None
-        self.lstm = nn.LSTM(cfg.embed_dim + 2 * cfg.suffix_dim + cfg.tag_dim, cfg.hidden, cfg.layers,
+        self.chars = nn.Sequential(nn.Embedding(CHAR_BUCKETS, CHAR_EMBED, padding_idx=0),
+                                   _Channels(nn.Conv1d(CHAR_EMBED, cfg.char_dim, 3, padding=1))) if cfg.char_dim else None
+        self.lstm = nn.LSTM(cfg.embed_dim + 2 * cfg.suffix_dim + cfg.tag_dim + cfg.char_dim, cfg.hidden, cfg.layers,
                             batch_first=True, bidirectional=True, dropout=cfg.dropout)
         self.drop = nn.Dropout(cfg.dropout)
         self.first = nn.Linear(2 * cfg.hidden, cfg.mlp)
         self.out = nn.Linear(cfg.mlp, 1)
 
-    def forward(self, words: torch.Tensor, suffixes: torch.Tensor, lengths: torch.Tensor,
-                tags: torch.Tensor | None = None) -> torch.Tensor:
-        """words [B, T + 2] (sentinels included), suffixes [B, T + 2, 2], lengths [B] (words
-        without sentinels), tags [B, T + 2] when the model reads them -> span scores
-        [B, T + 1, T + 1]: entry (i, j) scores words i..j-1 (two words or more; the rest 0)."""
-        parts = [self.embed(words), self.suffix(suffixes).flatten(2)] + ([self.tag(tags)] if self.tag else [])
-        x = self.drop(torch.cat(parts, dim=-1))
-        packed = nn.utils.rnn.pack_padded_sequence(x, (lengths + 2).cpu(), batch_first=True, enforce_sorted=False)
-        h, _ = nn.utils.rnn.pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=words.shape[1])
+    def states(self, x: dict) -> torch.Tensor:
+        """The BiLSTM's states [B, T + 2, 2H] over the sentinel-framed words of ``x`` (from
+        ``Bracketer.encode``: words and suffixes, tags and chars when the model reads them)."""
+        words = x["words"]
+        parts = [self.embed(words), self.suffix(x["suffixes"]).flatten(2)]
+        if self.tag is not None:
+            parts.append(self.tag(x["tags"]))
+        if self.chars is not None:
+            parts.append(self.chars(x["chars"].flatten(0, 1)).amax(1).view(*words.shape, -1))
+        h = self.drop(torch.cat(parts, dim=-1))
+        packed = nn.utils.rnn.pack_padded_sequence(h, (x["lengths"] + 2).cpu(), batch_first=True, enforce_sorted=False)
+        return nn.utils.rnn.pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=words.shape[1])[0]
+
+    def forward(self, x: dict) -> torch.Tensor:
+        """Span scores [B, T + 1, T + 1] of the batch ``x``: entry (i, j) scores words i..j-1 (two
+        words or more; the rest 0)."""
+        return self.spans(self.states(x))
+
+    def spans(self, h: torch.Tensor) -> torch.Tensor:
         H = self.cfg.hidden
         f, b = h[:, :-1, :H], h[:, 1:, H:]                       # fenceposts 0..T: [B, T + 1, H]
         w = self.first.weight
         g = self.drop(f) @ w[:, :H].T - self.drop(b) @ w[:, H:].T   # W [f_j - f_i ; b_i - b_j] = g_j - g_i
-        T = words.shape[1] - 2
-        i, j = torch.triu_indices(T + 1, T + 1, offset=2, device=words.device)
+        T = h.shape[1] - 2
+        i, j = torch.triu_indices(T + 1, T + 1, offset=2, device=h.device)
         span = self.out(torch.relu(g[:, j] - g[:, i] + self.first.bias)).squeeze(-1)     # [B, spans]
-        scores = span.new_zeros(words.shape[0], T + 1, T + 1)
+        scores = span.new_zeros(h.shape[0], T + 1, T + 1)
         scores[:, i, j] = span
         return scores
+
+
+class _Channels(nn.Module):
+    """A Conv1d over [N, length, channels] inputs, its output back in that layout."""
+
+    def __init__(self, conv: nn.Conv1d):
+        super().__init__()
+        self.conv = conv
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x.transpose(1, 2)).transpose(1, 2)
 
 
 def cky(scores: np.ndarray, lengths) -> np.ndarray:
@@ -131,21 +167,31 @@ class Bracketer:
             from ..data.tags import get_tagger
             self.tagger = get_tagger("nltk")
 
-    def encode(self, sentences: list[list[str]]):
-        """(words, suffixes, lengths, tags or None) tensors of lower-cased sentences between
-        sentinels."""
-        T = max(len(s) for s in sentences) + 2
-        words = torch.zeros(len(sentences), T, dtype=torch.long)
-        suffixes = torch.zeros(len(sentences), T, 2, dtype=torch.long)
-        tags = torch.zeros(len(sentences), T, dtype=torch.long) if self.tagger else None
+    def encode(self, sentences: list[list[str]]) -> dict:
+        """The model's inputs for lower-cased sentences between sentinels: words, suffixes,
+        lengths, and tags and chars when the model reads them."""
+        B, T = len(sentences), max(len(s) for s in sentences) + 2
+        words = np.zeros((B, T), dtype=np.int64)
+        suffixes = np.zeros((B, T, 2), dtype=np.int64)
+        chars = np.zeros((B, T, MAX_CHARS), dtype=np.int64) if self.model.chars is not None else None
+        tags = np.zeros((B, T), dtype=np.int64) if self.tagger else None
         for r, s in enumerate(sentences):
             low = [w.lower() for w in s]
-            words[r, :len(s) + 2] = torch.tensor([BOS] + [self.index.get(w, UNK) for w in low] + [EOS])
-            if s:
-                suffixes[r, 1:len(s) + 1] = torch.tensor([suffix_ids(w) for w in low])
-                if tags is not None:
-                    tags[r, 1:len(s) + 1] = torch.tensor([self.tag_index.get(t, UNK) for t in self.tagger(low)])
-        return words, suffixes, torch.tensor([len(s) for s in sentences]), tags
+            n = len(low)
+            words[r, :n + 2] = [BOS] + [self.index.get(w, UNK) for w in low] + [EOS]
+            if not n:
+                continue
+            suffixes[r, 1:n + 1] = [suffix_ids(w) for w in low]
+            if chars is not None:
+                chars[r, 1:n + 1] = [char_ids(w) for w in low]
+            if tags is not None:
+                tags[r, 1:n + 1] = [self.tag_index.get(t, UNK) for t in self.tagger(low)]
+        x = {"words": torch.from_numpy(words), "suffixes": torch.from_numpy(suffixes),
+             "lengths": torch.tensor([len(s) for s in sentences])}
+        for name, a in (("chars", chars), ("tags", tags)):
+            if a is not None:
+                x[name] = torch.from_numpy(a)
+        return x
 
     @torch.no_grad()
     def parse(self, sentences: list[list[str]], max_positions: int = 200_000) -> list[Tree]:
@@ -159,7 +205,7 @@ class Bracketer:
             while hi < len(order) and (hi - lo + 1) * (len(sentences[order[hi]]) + 1) ** 2 <= max_positions:
                 hi += 1
             chunk = [sentences[k] for k in order[lo:hi]]
-            split = cky(self.model(*self.encode(chunk)).numpy(), [len(c) for c in chunk])
+            split = cky(self.model(self.encode(chunk)).numpy(), [len(c) for c in chunk])
             for r, k in enumerate(order[lo:hi]):
                 trees[k] = tree_from_splits(sentences[k], split[r])
             lo = hi
