@@ -199,8 +199,9 @@ def main():
     if "downstream" in parts:
         rows += downstream_rows(range(1, a.seeds + 1), a.epochs, a.datasets.split(","), a.trees.split(","))
     notes = ("Bracketer: the span parser shipped in adaptext/resources/parser (BiLSTM over 50-d GloVe-initialised "
-             "words and hashed suffixes, span scores, CKY), trained on the 8,544 SST training trees, epoch chosen "
-             "on SST dev F1 (python -m adaptext.parse.train). F1: unlabelled, corpus level, spans of two words or "
+             "words, hashed suffixes and a character CNN, span scores, CKY), trained on the 8,544 SST training trees "
+             "with the structured margin loss and an auxiliary POS-tagging head, epoch chosen on SST dev F1 "
+             "(python -m adaptext.parse.train). F1: unlabelled, corpus level, spans of two words or "
              "more less the whole sentence. PTB sample: NLTK's WSJ sample, all sentences, gold trees n-ary. "
              "Speed: 2 threads, the 2,210 SST test sentences in one call, no cache. Downstream: treelstm, 50-d "
              "GloVe fine-tuned, tree-model defaults, at most the given epochs with patience 3, SST-2 and SST-1 "
