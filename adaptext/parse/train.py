@@ -102,7 +102,7 @@ def margin_loss(scores: torch.Tensor, gold: torch.Tensor, mask: torch.Tensor, le
     return torch.relu(margin).mean()
 
 
-def step(bracketer: Bracketer, batch, counts, opt, word_dropout: float, loss_kind: str = "bce",
+def step(bracketer: Bracketer, batch, counts, opt, word_dropout: float, loss_kind: str = "margin",
          tagging=None) -> float:
     """One update on ``batch``; ``tagging`` (head, silver tags, weight) adds the auxiliary
     tagging loss on the BiLSTM's states."""
