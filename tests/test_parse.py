@@ -206,3 +206,20 @@ def test_a_bracketer_with_char_features_learns_from_trees_and_round_trips(tmp_pa
     bracketer.save(tmp_path)
     again = Bracketer.load(tmp_path).parse(sentences)
     assert bracket_f1(after, again) > 99        # float16 weights: the same trees, up to ties
+
+
+def test_a_bracketer_saved_before_characters_were_read_still_loads(tmp_path):
+    import torch
+    from adaptext.parse.bracketer import Bracketer, BracketerConfig
+    from adaptext.parse.train import build, read_trees
+    torch.manual_seed(0)
+    trees = read_trees(DATA / "sst_ptb" / "dev.txt")[:12]
+    bracketer, _ = build(trees, {}, BracketerConfig(embed_dim=8, suffix_dim=4, hidden=8, layers=2, mlp=8, char_dim=0))
+    bracketer.save(tmp_path)
+    meta = json.loads((tmp_path / "bracketer.json").read_text())
+    del meta["config"]["char_dim"]                       # as the first shipped bracketer wrote its config
+    (tmp_path / "bracketer.json").write_text(json.dumps(meta))
+    loaded = Bracketer.load(tmp_path)
+    assert loaded.model.chars is None
+    sentences = [t.leaves() for t in trees]
+    assert bracket_f1(bracketer.parse(sentences), loaded.parse(sentences)) > 99

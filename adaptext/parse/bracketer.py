@@ -228,7 +228,8 @@ class Bracketer:
         folder = Path(folder)
         meta = json.loads((folder / "bracketer.json").read_text())
         tags = meta.get("tags")
-        model = SpanScorer(BracketerConfig(**meta["config"]), len(meta["vocab"]), len(tags or ()))
+        config = {"char_dim": 0, **meta["config"]}          # folders saved before characters were read
+        model = SpanScorer(BracketerConfig(**config), len(meta["vocab"]), len(tags or ()))
         model.load_state_dict({k: v.float() for k, v in load_file(str(folder / "bracketer.safetensors")).items()})
         return cls(model, meta["vocab"], tags)
 

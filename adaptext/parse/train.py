@@ -55,12 +55,13 @@ def valid_mask(lengths: torch.Tensor, T: int) -> torch.Tensor:
 # the Penn Treebank tag set NLTK's tagger writes
 PTB_TAGS = ("CC CD DT EX FW IN JJ JJR JJS LS MD NN NNS NNP NNPS PDT POS PRP PRP$ RB RBR RBS RP SYM TO UH VB VBD "
             "VBG VBN VBP VBZ WDT WP WP$ WRB $ # `` '' -LRB- -RRB- , . :").split()
+TAG_VOCAB = SPECIALS[:2] + PTB_TAGS    # the tag ids a model reads or its tagging head predicts
 
 
 def build(train, vectors, cfg: BracketerConfig) -> Bracketer:
     counts = Counter(w.lower() for t in train for w in t.leaves())
     vocab = SPECIALS + sorted(counts)
-    tags = SPECIALS[:2] + PTB_TAGS if cfg.tag_dim else None
+    tags = TAG_VOCAB if cfg.tag_dim else None
     model = SpanScorer(cfg, len(vocab), len(tags or ()))
     with torch.no_grad():
         for k, w in enumerate(vocab):
@@ -167,9 +168,8 @@ def train(data: Path, out: Path, epochs: int, patience: int, seed: int, cfg: Bra
     params = list(bracketer.model.parameters())
     tagging = None
     if tag_loss:
-        tags = SPECIALS[:2] + PTB_TAGS
-        head = torch.nn.Linear(2 * cfg.hidden, len(tags))
-        tagging, params = (head, silver_tags(train_trees, tags), tag_loss), params + list(head.parameters())
+        head = torch.nn.Linear(2 * cfg.hidden, len(TAG_VOCAB))
+        tagging, params = (head, silver_tags(train_trees, TAG_VOCAB), tag_loss), params + list(head.parameters())
     opt = torch.optim.Adam(params, lr=lr)
     halve = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="max", factor=0.5, patience=0)
     best, waited = -1.0, 0
