@@ -179,7 +179,11 @@ def test_models_naming_no_cell_is_an_error_not_an_empty_table(tmp_path):
     run = subprocess.run([sys.executable, str(script), "--ablation", "--models", "ac_cnn:hashed (w/o GRU, mean)",
                           "--datasets", "trec", "--out", str(out)], capture_output=True, text=True)
     assert run.returncode != 0 and not out.exists()
-    assert "names no cell; the cells: ac_cnn:hashed (GRU context), ac_cnn:hashed (w/o GRU), " in run.stderr
+    assert "names no cell as ac_cnn:hashed (w/o GRU, mean); the cells: ac_cnn:hashed (GRU context), " in run.stderr
+    # one name that matches beside one that does not: still an error, not a slice missing a row
+    run = subprocess.run([sys.executable, str(script), "--ablation", "--models", "ac_cnn:hashed (w/o GRU),kim_cnn:nope",
+                          "--datasets", "trec", "--out", str(out)], capture_output=True, text=True)
+    assert run.returncode != 0 and not out.exists() and "names no cell as kim_cnn:nope;" in run.stderr
 
 
 def test_adaptive_speed_runs_and_relates_each_row_to_its_baseline(tmp_path):
