@@ -256,7 +256,8 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     ap = argparse.ArgumentParser(description=f"{name}: see the module docstring")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--models", default="", help="comma-separated cell names (model or model:variant; a comma and a space stay inside a name)")
+    ap.add_argument("--models", default="",
+                    help="comma-separated cell names (model or model:variant; a comma and a space stay inside a name)")
     ap.add_argument("--datasets", default=",".join(datasets))
     ap.add_argument("--epochs", type=int, default=default_epochs)
     ap.add_argument("--patience", type=int, default=4)
@@ -274,18 +275,19 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     a = ap.parse_args(argv)
     paper = paper or {}
     require_out(a, a.seed or a.quick or a.models or a.datasets != ",".join(datasets))
+    if a.seeds < 1:
+        sys.exit(f"{name}: --seeds {a.seeds}: at least one seed is needed")
     if a.merge:
         write_merged(name, a.merge, a.notes, extra=a.note, out=a.out)
         return
     # names are split at commas that no space follows: labels such as "multi, right-branching" hold one
     wanted = {n.strip() for n in re.split(r",(?! )", a.models) if n.strip()}
-    names = {c["model"] for c in cells} | {f"{c['model']}:{c['label']}" for c in cells}
-    if wanted - names:
-        sys.exit(f"{name}: --models {a.models!r} names no cell as {', '.join(sorted(wanted - names))}; the cells: "
-                 + ", ".join(f"{c['model']}:{c['label']}" for c in cells))
-    chosen = [c for c in cells if not wanted or c["model"] in wanted or f"{c['model']}:{c['label']}" in wanted]
-    if a.seeds < 1:
-        sys.exit(f"{name}: --seeds {a.seeds}: at least one seed is needed")
+    full = [f"{c['model']}:{c['label']}" for c in cells]
+    unknown = wanted - {c["model"] for c in cells} - set(full)
+    if unknown:
+        sys.exit(f"{name}: --models {a.models!r} names no cell as {', '.join(sorted(unknown))}; the cells: "
+                 + ", ".join(full))
+    chosen = [c for c, f in zip(cells, full) if not wanted or {c["model"], f} & wanted]
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     epochs = a.epochs
     if a.quick:

@@ -162,6 +162,7 @@ def test_the_bracketer_can_start_from_vectors_derived_from_the_encoder(tmp_path,
     assert 0.8 * len(words) < len(glove) < len(words)          # GloVe misses some words; the encoder none
 
 
+@needs_data
 def test_the_margin_loss_is_zero_only_when_gold_wins_by_the_hamming_margin():
     import torch
     from adaptext.parse.train import gold_matrix, margin_loss, read_trees, tree_spans, valid_mask
@@ -181,6 +182,7 @@ def test_the_margin_loss_is_zero_only_when_gold_wins_by_the_hamming_margin():
     assert sorted(tree_spans(split, 7)) == sorted(spans_of(tree_from_splits(list("abcdefg"), split)))
 
 
+@needs_data
 def test_a_bracketer_with_char_features_learns_from_trees_and_round_trips(tmp_path):
     """A few margin-loss steps with the auxiliary tagging head fit a small slice of SST trees
     better than the untrained model, and the saved model parses as the trained one does."""
@@ -208,6 +210,7 @@ def test_a_bracketer_with_char_features_learns_from_trees_and_round_trips(tmp_pa
     assert bracket_f1(after, again) > 99        # float16 weights: the same trees, up to ties
 
 
+@needs_data
 def test_a_bracketer_saved_before_characters_were_read_still_loads(tmp_path):
     import torch
     from adaptext.parse.bracketer import Bracketer, BracketerConfig
