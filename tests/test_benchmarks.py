@@ -229,6 +229,16 @@ def test_the_frontier_keeps_the_models_no_other_beats_on_both_axes():
     assert frontier.pareto(list(speed), speed, acc) == ["fast bad", "fast good", "slow good"]
 
 
+def test_every_frontier_point_finds_its_accuracy_in_the_recorded_tables():
+    """A point whose table, model or variant was renamed would silently drop off the plot."""
+    import frontier
+    points = frontier.points()
+    for p in points:
+        for dataset, sources in p["acc"].items():
+            assert frontier.recorded_accuracy(sources, dataset) is not None, (p["label"], dataset, sources)
+    assert {"ac_cnn distilled", "attconv (light) distilled"} <= {p["label"] for p in points}
+
+
 def test_vectors_derived_to_a_file_start_a_run_as_the_encoder_does(tmp_path, monkeypatch):
     """A machine without the encoder trains from derived_vectors.py's file: the same vectors
     (to float16) as ``--embeddings transformer --pca-dim`` gives, for every word of the run."""
