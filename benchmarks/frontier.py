@@ -4,6 +4,7 @@ from it, and fastText, on SST-2 and TREC, as a plot and a table.
 
     python benchmarks/frontier.py                  # benchmarks/results/frontier.{json,md,png}
     python benchmarks/frontier.py --quick --out /tmp/f.json
+    python benchmarks/frontier.py --replot benchmarks/results/frontier.json    # the plot only, again
 
 Accuracy is each model's test accuracy as its own table measured it (mean over that table's
 seeds; the source file is named in each row), so every model keeps the training its paper
@@ -132,29 +133,59 @@ def fasttext_speed(dataset: str, texts: list[str], work: Path) -> float:
     return common.sentences_per_s(lambda xs: [model.predict(" ".join(tok(x))) for x in xs], texts)
 
 
+# a point further than this below the best accuracy of its panel sits on the panel's floor, its value
+# in its label, so that one weak model does not squeeze the others together
+FLOOR = 12.0
+
+
 def plot(rows: list[dict], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(7 * len(datasets), 5.5), squeeze=False)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(8 * len(datasets), 6), squeeze=False)
     for ax, ds in zip(axes[0], datasets):
         acc = {r["variant"]: r["mean"] for r in rows if r["dataset"] == ds and r["metric"] == "accuracy"}
         speed = {r["variant"]: r["mean"] for r in rows if r["dataset"] == ds and r["metric"] == "sentences_per_s"}
         names = [n for n in acc if n in speed]
-        ax.scatter([speed[n] for n in names], [acc[n] for n in names], s=18)
-        for n in names:
-            ax.annotate(n, (speed[n], acc[n]), fontsize=7, xytext=(3, 2), textcoords="offset points")
         front = pareto(names, speed, acc)
+        floor, y, texts = on_scale(acc)
+        others = [n for n in names if n not in front]
+        for members, style in ((others, dict(s=16, color="0.55")), (front, dict(s=30, color="tab:red"))):
+            for marker, low in (("o", False), ("v", True)):
+                sel = [n for n in members if (acc[n] < floor) == low]
+                ax.scatter([speed[n] for n in sel], [y[n] for n in sel], marker=marker, zorder=3, **style)
         ax.plot([speed[n] for n in front], [acc[n] for n in front], "--", lw=1, color="tab:red", label="frontier")
         ax.set_xscale("log")
+        ax.set_ylim(floor - 1, max(acc.values()) + 2)
+        ax.set_xlim(min(speed.values()) / 1.5, max(speed.values()) * 3)
         ax.set_xlabel("sentences/s predicted on 2 CPU threads (batch 64, log scale)")
         ax.set_ylabel("test accuracy (%)")
         ax.set_title(ds)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper right")
+        label_points(ax, names, speed, y, texts, set(front))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def on_scale(acc: dict) -> tuple[float, dict, dict]:
+    """A panel's floor (``FLOOR`` below its best accuracy), each point's height (a point below the
+    floor drawn on it) and its label (a point below the floor names its accuracy)."""
+    floor = max(acc.values()) - FLOOR
+    return (floor, {n: max(a, floor) for n, a in acc.items()},
+            {n: n + (f" ({a:.1f}, off the scale)" if a < floor else "") for n, a in acc.items()})
+
+
+def label_points(ax, names: list[str], speed: dict, y: dict, texts: dict, front: set) -> None:
+    """Labels every point, moved by adjustText until no two labels and no label and marker overlap
+    (a moved label keeps a line to its marker)."""
+    from adjustText import adjust_text
+    labels = [ax.text(speed[n], y[n], texts[n], **(dict(fontsize=8, fontweight="bold", color="tab:red")
+                                                   if n in front else dict(fontsize=7, color="0.25")))
+              for n in names]
+    adjust_text(labels, x=[speed[n] for n in names], y=[y[n] for n in names], ax=ax,
+                arrowprops=dict(arrowstyle="-", lw=0.5, color="0.6"))
 
 
 def pareto(names: list[str], speed: dict, acc: dict) -> list[str]:
@@ -192,7 +223,12 @@ def main() -> None:
     ap.add_argument("--datasets", default="sst2,trec")
     ap.add_argument("--quick", action="store_true", help="three points on TREC: a check that the script runs")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--replot", metavar="JSON", help="draw the plot of a recorded frontier.json again (next to it, "
+                    ".png), measuring nothing")
     a = ap.parse_args()
+    if a.replot:
+        plot(json.loads(Path(a.replot).read_text())["rows"], Path(a.replot).with_suffix(".png"))
+        return
     common.require_out(a, a.quick or a.datasets != ap.get_default("datasets"))
     pts = points()
     if a.quick:

@@ -229,6 +229,21 @@ def test_the_frontier_keeps_the_models_no_other_beats_on_both_axes():
     assert frontier.pareto(list(speed), speed, acc) == ["fast bad", "fast good", "slow good"]
 
 
+def test_a_point_far_below_the_best_is_drawn_on_the_floor_and_named_with_its_accuracy():
+    import frontier
+    floor, y, texts = frontier.on_scale({"teacher": 88.5, "cnn": 84.3, "fcn": 59.3})
+    assert floor == 88.5 - frontier.FLOOR
+    assert y == {"teacher": 88.5, "cnn": 84.3, "fcn": floor}
+    assert texts == {"teacher": "teacher", "cnn": "cnn", "fcn": "fcn (59.3, off the scale)"}
+
+
+def test_the_recorded_frontier_plots_again_without_measuring(tmp_path):
+    import frontier
+    recorded = frontier.common.RESULTS / "frontier.json"
+    frontier.plot(json.loads(recorded.read_text())["rows"], tmp_path / "frontier.png")
+    assert (tmp_path / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_every_frontier_point_finds_its_accuracy_in_the_recorded_tables():
     """A point whose table, model or variant was renamed would silently drop off the plot."""
     import frontier
