@@ -50,6 +50,8 @@ def args():
                     "always measured on the CPU)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*")
+    ap.add_argument("--note", default="", help="with --merge: a sentence added to the notes (what the slices "
+                    "reused, what was left out and why)")
     a = ap.parse_args()
     unknown = sorted(set(a.students.split(",")) - set(STUDENTS))
     if unknown and not a.merge:
@@ -134,7 +136,7 @@ def dataset_rows(a, dataset: str) -> list[dict]:
 def main() -> None:
     a = args()
     if a.merge:
-        common.write_merged("distill_table", a.merge, out=a.out)
+        common.write_merged("distill_table", a.merge, extra=a.note, out=a.out)
         return
     import torch
     torch.set_num_threads(a.threads)
