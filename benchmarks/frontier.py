@@ -155,7 +155,7 @@ def plot(rows: list[dict], path: Path) -> None:
             for marker, low in (("o", False), ("v", True)):
                 sel = [n for n in members if (acc[n] < floor) == low]
                 ax.scatter([speed[n] for n in sel], [y[n] for n in sel], marker=marker, zorder=3, **style)
-        ax.plot([speed[n] for n in front], [acc[n] for n in front], "--", lw=1, color="tab:red", label="frontier")
+        ax.plot([speed[n] for n in front], [y[n] for n in front], "--", lw=1, color="tab:red", label="frontier")
         ax.set_xscale("log")
         ax.set_ylim(floor - 1, max(acc.values()) + 2)
         ax.set_xlim(min(speed.values()) / 1.5, max(speed.values()) * 3)
