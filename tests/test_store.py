@@ -211,3 +211,22 @@ def test_token_counts_of_any_rows_equal_counting_their_tokens(tmp_path):
         direct = np.bincount(np.concatenate([store.texts(int(r))[0] for r in rows] or [np.zeros(0, np.int32)]),
                              minlength=len(store.strings))
         assert (store.token_counts(rows) == direct).all(), size
+
+
+def test_two_processes_filling_one_cache_entry_at_once_both_finish(tmp_path, monkeypatch):
+    """Students distilled side by side from one teacher compute the same chunk of teacher logits:
+    the second writer starts and finishes while the first is still writing. Each writes its own
+    temporary file, so both moves succeed, the entry is whole and nothing is left beside it."""
+    from adaptext.training import distill
+    entry = tmp_path / "teacher_logits" / "chunk.npy"
+    real, raced = np.save, []
+
+    def save_with_a_rival(file, array):
+        real(file, array)
+        if not raced:
+            raced.append(1)
+            distill._save(entry, np.ones(3))            # the other process, start to end, meanwhile
+    monkeypatch.setattr(np, "save", save_with_a_rival)
+    distill._save(entry, np.zeros(3))
+    assert raced and np.array_equal(np.load(entry), np.zeros(3))        # the last move wins, whole
+    assert [p.name for p in entry.parent.iterdir()] == ["chunk.npy"]

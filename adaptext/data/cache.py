@@ -5,11 +5,29 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 
 def cache_root() -> Path:
     return Path(os.environ.get("ADAPTEXT_CACHE") or Path.home() / ".cache" / "adaptext")
+
+
+@contextmanager
+def written_atomically(path: Path, suffix: str = ".tmp"):
+    """A fresh temporary file beside ``path`` for the block to write, then moved onto ``path``: a
+    killed write leaves no half entry, and processes filling the same entry at once (students
+    distilled side by side from one teacher, folds sharing a vocabulary) each write their own file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def folder_size(path: Path) -> int:

@@ -14,12 +14,11 @@ reuse them (``$ADAPTEXT_CACHE``, else ``~/.cache/adaptext``).
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 
 import torch
 
-from .cache import cache_root
+from .cache import cache_root, written_atomically
 
 from .embeddings import Coverage
 
@@ -101,7 +100,5 @@ def _accumulate(tok, enc, texts: list[list[str]], vocab, sums, counts) -> None:
 
 def _save(mat: torch.Tensor, path: Path) -> None:
     from safetensors.torch import save_file
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    save_file({"vectors": mat.contiguous()}, str(tmp))
-    os.replace(tmp, path)
+    with written_atomically(path) as tmp:
+        save_file({"vectors": mat.contiguous()}, str(tmp))

@@ -9,14 +9,12 @@ under ``$ADAPTEXT_CACHE/parses`` by parser and tokens, so folds, seeds and rerun
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from ..data.cache import cache_root
+from ..data.cache import cache_root, written_atomically
 from ..data.errors import MissingResource, UsageError
 from ..data.trees import Tree, _Builder, _postorder, leaf_tree
 
@@ -119,14 +117,11 @@ def _cache_path(name: str, token_lists) -> Path | None:
 
 
 def _save(path: Path, trees: list[Tree]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     sizes = np.asarray([len(t) for t in trees], dtype=np.int64)
     left = np.concatenate([np.asarray(t.left, dtype=np.int32) for t in trees])
     right = np.concatenate([np.asarray(t.right, dtype=np.int32) for t in trees])
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
-    with os.fdopen(fd, "wb") as f:
-        np.savez(f, sizes=sizes, left=left, right=right)
-    os.replace(tmp, path)                          # a killed write leaves no half file
+    with written_atomically(path, suffix=".npz") as tmp:
+        np.savez(tmp, sizes=sizes, left=left, right=right)
 
 
 def _load(path: Path, token_lists) -> list[Tree]:

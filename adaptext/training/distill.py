@@ -148,9 +148,9 @@ def _key(examples: list) -> str:
 
 
 def _save(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.stem}.tmp.npy")
-    np.save(tmp, array.astype(np.float32))
-    tmp.replace(path)
+    from ..data.cache import written_atomically
+    with written_atomically(path, suffix=".npy") as tmp:         # np.save adds .npy to other names
+        np.save(tmp, array.astype(np.float32))
 
 
 def soft_items(cfg: dict, train: list, encoder, bad, log=print, device: str = "cpu") -> list:
