@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.cache import cache_root, written_atomically
 from ..data.errors import DataError
 from ..data.examples import PairExample, TextExample
 from ..data.text import Tokenizer
@@ -133,7 +134,6 @@ def _as_input(ex):
 
 
 def _cache(teacher_dir) -> Path:
-    from ..data.cache import cache_root
     weights = Path(teacher_dir) / "model.safetensors"
     h = hashlib.sha256(f"teacher-logits/v2\n{Path(teacher_dir).resolve()}\n{weights.stat().st_size}\n"
                        f"{weights.stat().st_mtime_ns}\n".encode())
@@ -148,7 +148,6 @@ def _key(examples: list) -> str:
 
 
 def _save(path: Path, array: np.ndarray) -> None:
-    from ..data.cache import written_atomically
     with written_atomically(path, suffix=".npy") as tmp:         # np.save adds .npy to other names
         np.save(tmp, array.astype(np.float32))
 
