@@ -11,7 +11,8 @@
   network's W and U and generate its bias, per node (Eqs. 7-9, 13-16); inner nodes get a head
   word through a gate (Eqs. 17-18). Experimental setup defaults: main hidden 150, hyper
   hidden 50, hyper input 100, tag embedding 50, dropout 0.5 on embeddings and output,
-  recurrent dropout 0.25, AdaGrad lr 0.05, batch 50.
+  recurrent dropout 0.25, AdaGrad lr 0.05, batch 50 (the RecNNs here default to 0.01: see
+  ``_TRAIN_TANH``).
 
 The composition itself is ``adaptext.nn.tree.TreeEncoder``, which composes every node of one
 height across the batch at once. Sentence classification reads the root; when the trees carry
@@ -61,6 +62,11 @@ class TGConfig(RecNNConfig, Options):
 
 
 _TRAIN = {"optimizer": "adagrad", "lr": 0.05, "batch_size": 50, "epochs": 10}
+# The tanh RecNNs at the paper's 0.05 train SST, where every phrase is labelled, but saturate
+# when the label reaches the tree through its root alone (plain sentences, SICK pairs): 16 of 30
+# MR folds of the concat TG-HRecNN stayed at chance. At 0.01 every fold trains, and TREC and SICK
+# gain too; on SST 0.05 stays the better rate (benchmarks/tree_table.py pins it there).
+_TRAIN_TANH = dict(_TRAIN, lr=0.01)
 _TEST = {"embed_dim": 8, "hidden": 6, "pair_hidden": 5}
 _TEST_TG = dict(_TEST, tag_dim=4, hyper_hidden=5, hyper_input=6, z_dim=3)
 
@@ -123,7 +129,7 @@ _INPUTS = ("tree", "tree_pair")
 
 @register_model("recnn", config=RecNNConfig, inputs=_INPUTS, paper="Socher et al. 2011/2013; Shen et al. 2019 Eq. 6",
                 description="recursive neural network over binary constituency trees",
-                train_defaults=_TRAIN, test_config=_TEST)
+                train_defaults=_TRAIN_TANH, test_config=_TEST)
 class RecNN(TreeModel):
     cell, hyper = "recnn", False
 
@@ -137,7 +143,7 @@ class TreeLSTM(TreeModel):
 
 @register_model("tg_hrecnn", config=TGConfig, inputs=_INPUTS, paper="Shen et al. 2019",
                 description="tag-guided hyper RecNN: POS / phrase tags generate the composition per node",
-                train_defaults=_TRAIN, test_config=_TEST_TG, needs_tags=True)
+                train_defaults=_TRAIN_TANH, test_config=_TEST_TG, needs_tags=True)
 class TGHRecNN(TreeModel):
     cell, hyper = "recnn", True
 
