@@ -259,8 +259,9 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     ap.add_argument("--models", default="",
                     help="comma-separated cell names (model or model:variant; a comma and a space stay inside a name)")
     ap.add_argument("--datasets", default=",".join(datasets))
-    ap.add_argument("--epochs", type=int, default=default_epochs)
-    ap.add_argument("--patience", type=int, default=4)
+    ap.add_argument("--epochs", type=int, default=None,
+                    help=f"at most N epochs (default: the dataset's own, else {default_epochs})")
+    ap.add_argument("--patience", type=int, default=None, help="early-stopping patience (default: the dataset's own, else 4)")
     ap.add_argument("--accelerator", default="auto")
     ap.add_argument("--quick", action="store_true", help="1 seed, 1 epoch, at most 2 cells: checks the script runs")
     ap.add_argument("--out", default=None)
@@ -289,13 +290,15 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
                  + ", ".join(full))
     chosen = [c for c, f in zip(cells, full) if not wanted or {c["model"], f} & wanted]
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
-    epochs = a.epochs
     if a.quick:
-        chosen, seeds, epochs = chosen[:2], [1], 1
-    rows, skipped = [], []
+        chosen, seeds, a.epochs = chosen[:2], [1], 1
+    rows, skipped, stopping = [], [], {}
     from adaptext.data.datasets import split_status
     for ds in a.datasets.split(","):
-        dopts = datasets[ds]
+        # the command line's epochs / patience, else the dataset's (a table may train sets differently)
+        epochs = a.epochs if a.epochs is not None else datasets[ds].get("epochs", default_epochs)
+        patience = a.patience if a.patience is not None else datasets[ds].get("patience", 4)
+        dopts = {k: v for k, v in datasets[ds].items() if k not in ("epochs", "patience")}
         status = split_status(dopts["data"], str(DATA)) if "/" not in dopts["data"] else {}
         if status and (status.get("train") is None):
             skipped.append(f"{ds}: its training split is not in {DATA}")
@@ -308,13 +311,14 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
             secs = []
             for seed in seeds:
                 keep = Path(a.keep) / run_name(cell["model"], cell["label"], ds, seed) if a.keep else None
-                m = train_cell({**opts, **dopts, "seed": seed, "epochs": epochs, "patience": a.patience,
+                m = train_cell({**opts, **dopts, "seed": seed, "epochs": epochs, "patience": patience,
                                 "accelerator": a.accelerator, "checkpoint_every": a.checkpoint_every}, keep)
                 for k in metrics:
                     vals[k].append(m["test"][k])
                 secs.append(m["info"]["train_seconds"])
                 print(f"{cell['model']} {cell['label']} {ds} seed {seed}: "
                       + " ".join(f"{k} {m['test'][k]:.2f}" for k in metrics), flush=True)
+            stopping.setdefault((epochs, patience), []).append(ds)
             for k in metrics:
                 row = {"model": cell["model"], "variant": cell["label"], "dataset": ds,
                        "split": "10-fold CV" if dopts.get("cv") else "test", "metric": k, **stats(vals[k]),
@@ -329,5 +333,12 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
                  + " (set ADAPTEXT_DATA to the folder holding the datasets)")
     extra = (" Skipped: " + "; ".join(skipped) + ".") if skipped else ""
     quick = " --quick: a smoke run (1 seed, 1 epoch), not a measurement." if a.quick else ""
-    write(name, rows, f"{notes} At most {epochs} epochs, early stopping on dev (patience {a.patience}), best dev "
-          f"epoch's weights tested.{extra}{quick} {a.note}".rstrip(), a.out)
+    write(name, rows, f"{notes} {stopping_sentence(stopping)}{extra}{quick} {a.note}".rstrip(), a.out)
+
+
+def stopping_sentence(stopping: dict) -> str:
+    """How long each dataset trained: ``{(epochs, patience): [datasets]}`` in a sentence."""
+    parts = [f"at most {e} epochs, patience {p}" + (f" ({', '.join(dict.fromkeys(ds))})" if len(stopping) > 1 else "")
+             for (e, p), ds in stopping.items()]
+    text = "; ".join(parts) + ": early stopping on dev, best dev epoch's weights tested."
+    return text[0].upper() + text[1:] if parts else ""

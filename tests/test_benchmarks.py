@@ -292,3 +292,25 @@ def test_vectors_derived_to_a_file_start_a_run_as_the_encoder_does(tmp_path, mon
         (key,) = [k for k, v in weights.items() if v.shape == (152, 12)]
         tables[name] = weights[key][2:]
     assert np.abs(tables["file"] - tables["encoder"]).max() <= 2e-3 * np.abs(tables["encoder"]).max()
+
+
+def test_a_table_trains_each_dataset_for_its_own_epochs_unless_the_command_line_says(tmp_path):
+    """A table whose datasets train for different lengths (tree_table: SST 10 epochs, MR 15) runs
+    each as declared with no option given, so the one-command table matches its recorded rows."""
+    from common import table_main
+    cells = [{"model": "kim_cnn", "label": "-", "filters": 4, "embed_dim": 8, "max_length": 12, "threads": 1}]
+    datasets = {"short": {"data": "trec-demo", "epochs": 1, "patience": 1}, "long": {"data": "trec-demo", "epochs": 2}}
+
+    def run(*extra):
+        keep, out = tmp_path / f"keep{len(extra)}", tmp_path / f"t{len(extra)}.json"
+        table_main("t", cells, datasets, argv=["--seeds", "1", "--keep", str(keep), "--out", str(out), *extra])
+        cfg = {ds: json.loads((keep / f"kim_cnn-default-{ds}-seed1" / "config.json").read_text())["optimisation"]
+               for ds in datasets}
+        return {ds: (c["epochs"], c["patience"]) for ds, c in cfg.items()}, json.loads(out.read_text())["notes"]
+
+    stopping, notes = run()
+    assert stopping == {"short": (1, 1), "long": (2, 4)}
+    assert "At most 1 epochs, patience 1 (short); at most 2 epochs, patience 4 (long): early stopping" in notes
+    stopping, notes = run("--epochs", "3", "--patience", "2")
+    assert stopping == {"short": (3, 2), "long": (3, 2)}
+    assert "At most 3 epochs, patience 2: early stopping on dev" in notes
