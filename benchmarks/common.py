@@ -289,6 +289,10 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
         sys.exit(f"{name}: --models {a.models!r} names no cell as {', '.join(sorted(unknown))}; the cells: "
                  + ", ".join(full))
     chosen = [c for c, f in zip(cells, full) if not wanted or {c["model"], f} & wanted]
+    unknown = [ds for ds in a.datasets.split(",") if ds not in datasets]
+    if unknown:
+        sys.exit(f"{name}: --datasets {a.datasets!r} names no dataset of this table as {', '.join(unknown)}; "
+                 f"its datasets: {', '.join(datasets)}")
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     if a.quick:
         chosen, seeds, a.epochs = chosen[:2], [1], 1
@@ -318,7 +322,7 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
                 secs.append(m["info"]["train_seconds"])
                 print(f"{cell['model']} {cell['label']} {ds} seed {seed}: "
                       + " ".join(f"{k} {m['test'][k]:.2f}" for k in metrics), flush=True)
-            stopping.setdefault((epochs, patience), []).append(ds)
+            stopping.setdefault((epochs, patience), {})[ds] = None     # datasets in order, each once
             for k in metrics:
                 row = {"model": cell["model"], "variant": cell["label"], "dataset": ds,
                        "split": "10-fold CV" if dopts.get("cv") else "test", "metric": k, **stats(vals[k]),
@@ -338,7 +342,7 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
 
 def stopping_sentence(stopping: dict) -> str:
     """How long each dataset trained: ``{(epochs, patience): [datasets]}`` in a sentence."""
-    parts = [f"at most {e} epochs, patience {p}" + (f" ({', '.join(dict.fromkeys(ds))})" if len(stopping) > 1 else "")
+    parts = [f"at most {e} epochs, patience {p}" + (f" ({', '.join(ds)})" if len(stopping) > 1 else "")
              for (e, p), ds in stopping.items()]
     text = "; ".join(parts) + ": early stopping on dev, best dev epoch's weights tested."
     return text[0].upper() + text[1:] if parts else ""

@@ -186,6 +186,16 @@ def test_models_naming_no_cell_is_an_error_not_an_empty_table(tmp_path):
     assert run.returncode != 0 and not out.exists() and "names no cell as kim_cnn:nope;" in run.stderr
 
 
+def test_datasets_naming_one_the_table_lacks_is_an_error_before_any_training(tmp_path):
+    import subprocess
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "adaptive_table.py"
+    out = tmp_path / "t.json"
+    run = subprocess.run([sys.executable, str(script), "--datasets", "trec,sst9", "--out", str(out)],
+                         capture_output=True, text=True)
+    assert run.returncode != 0 and not out.exists()
+    assert "names no dataset of this table as sst9; its datasets: " in run.stderr and "Traceback" not in run.stderr
+
+
 def test_adaptive_speed_runs_and_relates_each_row_to_its_baseline(tmp_path):
     """--quick (tiny sizes) checks the script: adaptive layers against kim_cnn's static layer and
     their naive forms, whole steps against kim_cnn."""
