@@ -289,7 +289,8 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
         sys.exit(f"{name}: --models {a.models!r} names no cell as {', '.join(sorted(unknown))}; the cells: "
                  + ", ".join(full))
     chosen = [c for c, f in zip(cells, full) if not wanted or {c["model"], f} & wanted]
-    unknown = [ds for ds in a.datasets.split(",") if ds not in datasets]
+    names = a.datasets.split(",")
+    unknown = [ds for ds in names if ds not in datasets]
     if unknown:
         sys.exit(f"{name}: --datasets {a.datasets!r} names no dataset of this table as {', '.join(unknown)}; "
                  f"its datasets: {', '.join(datasets)}")
@@ -298,7 +299,7 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
         chosen, seeds, a.epochs = chosen[:2], [1], 1
     rows, skipped, stopping = [], [], {}
     from adaptext.data.datasets import split_status
-    for ds in a.datasets.split(","):
+    for ds in names:
         # the command line's epochs / patience, else the dataset's (a table may train sets differently)
         epochs = a.epochs if a.epochs is not None else datasets[ds].get("epochs", default_epochs)
         patience = a.patience if a.patience is not None else datasets[ds].get("patience", 4)
@@ -341,7 +342,8 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
 
 
 def stopping_sentence(stopping: dict) -> str:
-    """How long each dataset trained: ``{(epochs, patience): [datasets]}`` in a sentence."""
+    """How long each dataset trained, ``{(epochs, patience): {dataset: None}}`` (datasets in run
+    order), in a sentence."""
     parts = [f"at most {e} epochs, patience {p}" + (f" ({', '.join(ds)})" if len(stopping) > 1 else "")
              for (e, p), ds in stopping.items()]
     text = "; ".join(parts) + ": early stopping on dev, best dev epoch's weights tested."
