@@ -226,3 +226,29 @@ def test_a_bracketer_saved_before_characters_were_read_still_loads(tmp_path):
     assert loaded.model.chars is None
     sentences = [t.leaves() for t in trees]
     assert bracket_f1(bracketer.parse(sentences), loaded.parse(sentences)) > 99
+
+
+@needs_data
+def test_silver_trees_come_from_the_summed_scores_and_read_back_as_written(tmp_path):
+    """An ensemble of one bracketer twice parses as that bracketer; the silver file reads back
+    into the same trees (brackets among the words included); the sentences drawn for it keep out
+    the held-out ones and the ones too short or too long."""
+    from adaptext.parse import shipped_bracketer
+    from adaptext.parse.silver import ensemble_parse, sentences_of, write_trees
+    from adaptext.parse.train import read_trees
+    texts = tmp_path / "texts.txt"
+    texts.write_text("1 a quiet film ( at best ) that drags on and on .\n0 i hated it . too short\n"
+                     "1 the cast is superb , the script is not ; go anyway !\n")
+    held_out = {("go", "anyway", "!")}
+    drawn = sentences_of([texts], held_out, 3, seed=0)
+    assert sorted(map(tuple, drawn)) == [("a", "quiet", "film", "(", "at", "best", ")", "that", "drags", "on",
+                                          "and", "on", "."), ("i", "hated", "it", "."),
+                                         ("the", "cast", "is", "superb", ",", "the", "script", "is", "not", ";")]
+    with pytest.raises(ValueError, match="only 3 sentences"):
+        sentences_of([texts], held_out, 4, seed=0)
+    one = shipped_bracketer()
+    single = one.parse(drawn)
+    assert [spans_of(t) for t in ensemble_parse([one, one], drawn)] == [spans_of(t) for t in single]
+    write_trees(single, tmp_path / "silver.txt")
+    again = read_trees(tmp_path / "silver.txt")
+    assert [t.leaves() for t in again] == drawn and [spans_of(t) for t in again] == [spans_of(t) for t in single]

@@ -154,6 +154,25 @@ def tree_from_splits(tokens: list[str], split: np.ndarray) -> Tree:
     return _postorder(b.build())
 
 
+def parse_batched(scores, sentences: list[list[str]], max_positions: int = 200_000) -> list[Tree]:
+    """One binary tree per sentence, CKY over ``scores(batch)`` ([B, T + 1, T + 1] span scores);
+    sentences are scored in batches of similar length holding at most ``max_positions`` span
+    cells."""
+    order = sorted(range(len(sentences)), key=lambda k: len(sentences[k]))
+    trees: list = [None] * len(sentences)
+    lo = 0
+    while lo < len(order):
+        hi = lo + 1
+        while hi < len(order) and (hi - lo + 1) * (len(sentences[order[hi]]) + 1) ** 2 <= max_positions:
+            hi += 1
+        chunk = [sentences[k] for k in order[lo:hi]]
+        split = cky(scores(chunk).numpy(), [len(c) for c in chunk])
+        for r, k in enumerate(order[lo:hi]):
+            trees[k] = tree_from_splits(sentences[k], split[r])
+        lo = hi
+    return trees
+
+
 class Bracketer:
     """Plain tokens -> binary trees, with the shipped (or any saved) span scorer."""
 
@@ -193,23 +212,14 @@ class Bracketer:
                 x[name] = torch.from_numpy(a)
         return x
 
-    @torch.no_grad()
     def parse(self, sentences: list[list[str]], max_positions: int = 200_000) -> list[Tree]:
-        """One binary tree per sentence (each at least one token); sentences are scored in
-        batches of similar length holding at most ``max_positions`` span cells."""
-        order = sorted(range(len(sentences)), key=lambda k: len(sentences[k]))
-        trees: list = [None] * len(sentences)
-        lo = 0
-        while lo < len(order):
-            hi = lo + 1
-            while hi < len(order) and (hi - lo + 1) * (len(sentences[order[hi]]) + 1) ** 2 <= max_positions:
-                hi += 1
-            chunk = [sentences[k] for k in order[lo:hi]]
-            split = cky(self.model(self.encode(chunk)).numpy(), [len(c) for c in chunk])
-            for r, k in enumerate(order[lo:hi]):
-                trees[k] = tree_from_splits(sentences[k], split[r])
-            lo = hi
-        return trees
+        """One binary tree per sentence (each at least one token)."""
+        return parse_batched(self.scores, sentences, max_positions)
+
+    @torch.no_grad()
+    def scores(self, sentences: list[list[str]]) -> torch.Tensor:
+        """Span scores [B, T + 1, T + 1] of a batch of sentences."""
+        return self.model(self.encode(sentences))
 
     # ------------------------------------------------------------------ files
     def save(self, folder) -> None:

@@ -5,7 +5,8 @@ selecting the epoch by bracketing F1 on the SST dev trees; the defaults are the 
 
 The loss is Stern et al.'s structured margin (CKY in the loop) rather than an independent
 decision per span, and an auxiliary head learns NLTK's POS tags from the BiLSTM's states: the
-tagger is needed to train (silver tags), not to parse.
+tagger is needed to train (silver tags), not to parse. With ``--silver FILE`` each epoch also
+draws trees of unlabelled sentences parsed by an ensemble of bracketers (``adaptext.parse.silver``).
 
 The Penn Treebank sample is kept for evaluation only (its licence allows no redistribution
 inside the package, and weights trained on it would carry it)."""
@@ -58,9 +59,12 @@ PTB_TAGS = ("CC CD DT EX FW IN JJ JJR JJS LS MD NN NNS NNP NNPS PDT POS PRP PRP$
 TAG_VOCAB = SPECIALS[:2] + PTB_TAGS    # the tag ids a model reads or its tagging head predicts
 
 
-def build(train, vectors, cfg: BracketerConfig) -> Bracketer:
-    counts = Counter(w.lower() for t in train for w in t.leaves())
-    vocab = SPECIALS + sorted(counts)
+def build(train, vectors, cfg: BracketerConfig, silver=()) -> Bracketer:
+    """A fresh bracketer whose vocabulary is every word of the ``train`` trees and the words seen
+    at least twice in all (so the silver trees' one-off words do not swell the shipped file)."""
+    gold = Counter(w.lower() for t in train for w in t.leaves())
+    counts = gold + Counter(w.lower() for t in silver for w in t.leaves())
+    vocab = SPECIALS + sorted(w for w, c in counts.items() if w in gold or c >= 2)
     tags = TAG_VOCAB if cfg.tag_dim else None
     model = SpanScorer(cfg, len(vocab), len(tags or ()))
     with torch.no_grad():
@@ -159,22 +163,26 @@ def word_vectors(data: Path, train_trees, source: str, dim: int) -> dict:
 
 def train(data: Path, out: Path, epochs: int, patience: int, seed: int, cfg: BracketerConfig, lr: float = 2e-3,
           batch_size: int = 32, word_dropout: float = 0.3, vectors: str = "glove", loss: str = "margin",
-          tag_loss: float = 0.5) -> float:
+          tag_loss: float = 0.5, silver: Path | None = None, silver_per_epoch: int | None = None) -> float:
+    """The bracketer trained on the SST training trees and, with ``silver``, on a fresh draw of
+    ``silver_per_epoch`` (default: as many as the gold trees) of that file's trees each epoch."""
     random.seed(seed)
     torch.manual_seed(seed)
-    train_trees, dev = read_trees(data / "sst_ptb" / "train.txt"), read_trees(data / "sst_ptb" / "dev.txt")
-    vectors = word_vectors(data, train_trees, vectors, cfg.embed_dim)
-    bracketer, counts = build(train_trees, vectors, cfg)
+    gold, dev = read_trees(data / "sst_ptb" / "train.txt"), read_trees(data / "sst_ptb" / "dev.txt")
+    pool = read_trees(silver) if silver else []
+    vectors = word_vectors(data, gold + pool, vectors, cfg.embed_dim)
+    bracketer, counts = build(gold, vectors, cfg, pool)
     params = list(bracketer.model.parameters())
     tagging = None
     if tag_loss:
         head = torch.nn.Linear(2 * cfg.hidden, len(TAG_VOCAB))
-        tagging, params = (head, silver_tags(train_trees, TAG_VOCAB), tag_loss), params + list(head.parameters())
+        tagging, params = (head, silver_tags(gold + pool, TAG_VOCAB), tag_loss), params + list(head.parameters())
     opt = torch.optim.Adam(params, lr=lr)
     halve = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="max", factor=0.5, patience=0)
     best, waited = -1.0, 0
     for epoch in range(1, epochs + 1):
-        t0, order = time.perf_counter(), sorted(train_trees, key=lambda t: len(t.leaves()) + random.random() * 6)
+        drawn = random.sample(pool, min(len(pool), silver_per_epoch or len(gold))) if pool else []
+        t0, order = time.perf_counter(), sorted(gold + drawn, key=lambda t: len(t.leaves()) + random.random() * 6)
         batches = [order[k:k + batch_size] for k in range(0, len(order), batch_size)]
         random.shuffle(batches)
         bracketer.model.train()
@@ -206,13 +214,16 @@ def main(argv=None):
                     help="each span a constituent or not (binary cross-entropy), or Stern et al.'s structured hinge")
     ap.add_argument("--tag-loss", type=float, default=0.5,
                     help="> 0: weight of an auxiliary loss predicting NLTK's POS tags from the BiLSTM (training only)")
+    ap.add_argument("--silver", help="a file of silver trees (python -m adaptext.parse.silver) trained on beside the gold")
+    ap.add_argument("--silver-per-epoch", type=int, help="silver trees drawn afresh each epoch (default: as many as the gold)")
     for f in dataclasses.fields(BracketerConfig):
         ap.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
     a = ap.parse_args(argv)
     torch.set_num_threads(2)
     cfg = BracketerConfig(**{f.name: getattr(a, f.name) for f in dataclasses.fields(BracketerConfig)})
     best = train(Path(a.data), Path(a.out), a.epochs, a.patience, a.seed, cfg, a.lr, vectors=a.vectors,
-                 loss=a.loss, tag_loss=a.tag_loss)
+                 loss=a.loss, tag_loss=a.tag_loss, silver=a.silver and Path(a.silver),
+                 silver_per_epoch=a.silver_per_epoch)
     print(f"best dev F1 {best:.2f}; saved to {a.out}")
 
 
