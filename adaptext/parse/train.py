@@ -1,12 +1,17 @@
 """Train the shipped bracketer on the SST training trees (Stanford-parser parses, binarised),
-selecting the epoch by bracketing F1 on the SST dev trees; the defaults are the shipped model's:
+selecting the epoch by bracketing F1 on the SST dev trees. The shipped model is made in three
+steps (``NLTK_DATA=../shared/data/nltk_data``): three bracketers on the SST trees alone, their
+ensemble's trees of 60,000 IMDB sentences, and one bracketer on the gold trees plus twice as many
+of those silver trees each epoch:
 
-    NLTK_DATA=../shared/data/nltk_data python -m adaptext.parse.train --data ../shared/data --out adaptext/resources/parser
+    python -m adaptext.parse.train --seed S --out teachers/S                      # S = 1, 2, 3
+    python -m adaptext.parse.silver --teachers teachers/1 teachers/2 teachers/3 \
+        --texts ../shared/data/imdb/train.jsonl.gz --sentences 60000 --out silver.txt
+    python -m adaptext.parse.train --silver silver.txt --silver-per-epoch 17088 --out adaptext/resources/parser
 
 The loss is Stern et al.'s structured margin (CKY in the loop) rather than an independent
 decision per span, and an auxiliary head learns NLTK's POS tags from the BiLSTM's states: the
-tagger is needed to train (silver tags), not to parse. With ``--silver FILE`` each epoch also
-draws trees of unlabelled sentences parsed by an ensemble of bracketers (``adaptext.parse.silver``).
+tagger is needed to train (silver tags), not to parse.
 
 The Penn Treebank sample is kept for evaluation only (its licence allows no redistribution
 inside the package, and weights trained on it would carry it)."""
