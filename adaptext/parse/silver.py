@@ -18,6 +18,7 @@ from ..data.readers import stream_file
 from ..data.text import Tokenizer
 from . import pieces
 from .bracketer import Bracketer, parse_batched
+from .train import read_trees, renamed_words
 
 # words that would read as brackets in the tree file, written as the SST trees write them
 ESCAPED = {"(": "-LRB-", ")": "-RRB-"}
@@ -49,9 +50,7 @@ def ensemble_parse(members: list[Bracketer], sentences: list[list[str]]) -> list
 
 def write_trees(trees, path) -> None:
     """One bracketed tree per line, in the SST trees' form (every node labelled X)."""
-    escaped = [t.__class__(t.left, t.right, tuple(ESCAPED.get(w, w) if w else w for w in t.words), t.tags, t.labels)
-               for t in trees]
-    Path(path).write_text("".join(t.to_ptb() + "\n" for t in escaped))
+    Path(path).write_text("".join(renamed_words(t, ESCAPED).to_ptb() + "\n" for t in trees))
 
 
 def main(argv=None):
@@ -64,7 +63,6 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
-    from .train import read_trees
     held_out = {tuple(w.lower() for w in t.leaves())
                 for split in ("dev", "test") for t in read_trees(Path(a.sst) / f"{split}.txt")}
     sentences = sentences_of(a.texts, held_out, a.sentences, a.seed)

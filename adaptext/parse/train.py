@@ -38,8 +38,13 @@ BRACKETS = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "["
 def read_trees(path) -> list:
     """The SST trees of a file, their words as the word tokenizer writes them."""
     trees = [tree_from_brackets(line, labels_are="labels") for line in Path(path).read_text().splitlines() if line.strip()]
-    return [t.__class__(t.left, t.right, tuple(BRACKETS.get(w, w) if w else w for w in t.words), t.tags, t.labels)
-            for t in trees]
+    return [renamed_words(t, BRACKETS) for t in trees]
+
+
+def renamed_words(tree, names: dict):
+    """``tree`` with each word that ``names`` holds replaced by its entry."""
+    return tree.__class__(tree.left, tree.right, tuple(names.get(w, w) if w else w for w in tree.words), tree.tags,
+                          tree.labels)
 
 
 def gold_matrix(tree, T: int) -> torch.Tensor:
