@@ -252,3 +252,17 @@ def test_silver_trees_come_from_the_summed_scores_and_read_back_as_written(tmp_p
     write_trees(single, tmp_path / "silver.txt")
     again = read_trees(tmp_path / "silver.txt")
     assert [t.leaves() for t in again] == drawn and [spans_of(t) for t in again] == [spans_of(t) for t in single]
+
+
+def test_a_bracketer_trained_with_silver_trees_keeps_their_repeated_words_only():
+    """Every gold word enters the vocabulary; a silver word only when seen twice in all, so the
+    silver trees' one-off words do not swell the shipped file."""
+    from adaptext.parse.bracketer import BracketerConfig
+    from adaptext.parse.train import build
+    gold = [leaf_tree(["A", "rare", "film", "."])]
+    silver = [leaf_tree(["a", "Twice", "seen", "."]), leaf_tree(["twice", "once", "film"])]
+    bracketer, counts = build(gold, {}, BracketerConfig(embed_dim=4, suffix_dim=2, hidden=4, layers=1, mlp=4, dropout=0.0))
+    assert {"a", "rare", "film", "."} <= set(bracketer.vocab) and "twice" not in bracketer.vocab
+    bracketer, counts = build(gold, {}, BracketerConfig(embed_dim=4, suffix_dim=2, hidden=4, layers=1, mlp=4, dropout=0.0), silver)
+    assert set(bracketer.vocab[4:]) == {"a", "rare", "film", ".", "twice"}
+    assert counts["rare"] == 1 and counts["twice"] == 2 and counts["once"] == 1

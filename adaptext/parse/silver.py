@@ -25,8 +25,8 @@ ESCAPED = {"(": "-LRB-", ")": "-RRB-"}
 
 
 def sentences_of(paths, exclude: set, count: int, seed: int, shortest: int = 4, longest: int = 50) -> list[list[str]]:
-    """``count`` sentences drawn at random from the texts of ``paths`` (any format the package
-    reads), tokenised as runs tokenise, cased (the tagging head's silver tags read case), each
+    """``count`` sentences drawn at random from the texts of ``paths`` (any text or pair format the
+    package reads), tokenised as runs tokenise, cased (the tagging head's silver tags read case), each
     ``shortest``..``longest`` words and not in ``exclude`` (lower-cased token tuples)."""
     tokenize, seen, found = Tokenizer(lower=False), set(), []
     for path in paths:
