@@ -261,8 +261,9 @@ def test_a_bracketer_trained_with_silver_trees_keeps_their_repeated_words_only()
     from adaptext.parse.train import build
     gold = [leaf_tree(["A", "rare", "film", "."])]
     silver = [leaf_tree(["a", "Twice", "seen", "."]), leaf_tree(["twice", "once", "film"])]
-    bracketer, counts = build(gold, {}, BracketerConfig(embed_dim=4, suffix_dim=2, hidden=4, layers=1, mlp=4, dropout=0.0))
+    cfg = BracketerConfig(embed_dim=4, suffix_dim=2, hidden=4, layers=1, mlp=4, dropout=0.0)
+    bracketer, counts = build(gold, {}, cfg)
     assert {"a", "rare", "film", "."} <= set(bracketer.vocab) and "twice" not in bracketer.vocab
-    bracketer, counts = build(gold, {}, BracketerConfig(embed_dim=4, suffix_dim=2, hidden=4, layers=1, mlp=4, dropout=0.0), silver)
+    bracketer, counts = build(gold, {}, cfg, silver)
     assert set(bracketer.vocab[4:]) == {"a", "rare", "film", ".", "twice"}
     assert counts["rare"] == 1 and counts["twice"] == 2 and counts["once"] == 1
