@@ -224,8 +224,10 @@ def main(argv=None):
                     help="each span a constituent or not (binary cross-entropy), or Stern et al.'s structured hinge")
     ap.add_argument("--tag-loss", type=float, default=0.5,
                     help="> 0: weight of an auxiliary loss predicting NLTK's POS tags from the BiLSTM (training only)")
-    ap.add_argument("--silver", help="a file of silver trees (python -m adaptext.parse.silver) trained on beside the gold")
-    ap.add_argument("--silver-per-epoch", type=int, help="silver trees drawn afresh each epoch (default: as many as the gold)")
+    ap.add_argument("--silver", help="a file of silver trees (python -m adaptext.parse.silver) trained on beside "
+                    "the gold")
+    ap.add_argument("--silver-per-epoch", type=int,
+                    help="silver trees drawn afresh each epoch (default: as many as the gold)")
     for f in dataclasses.fields(BracketerConfig):
         ap.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default)
     a = ap.parse_args(argv)
