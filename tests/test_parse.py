@@ -267,3 +267,22 @@ def test_a_bracketer_trained_with_silver_trees_keeps_their_repeated_words_only()
     bracketer, counts = build(gold, {}, cfg, silver)
     assert set(bracketer.vocab[4:]) == {"a", "rare", "film", ".", "twice"}
     assert counts["rare"] == 1 and counts["twice"] == 2 and counts["once"] == 1
+
+
+def test_bad_silver_inputs_name_the_file_and_line_or_folder(tmp_path):
+    """A malformed silver tree names its file and line; a teacher folder without a bracketer, and
+    a text file with too few usable sentences, are named too."""
+    from adaptext.data.errors import DataError, UsageError
+    from adaptext.parse.bracketer import Bracketer
+    from adaptext.parse.silver import sentences_of
+    from adaptext.parse.train import read_trees
+    trees = tmp_path / "silver.txt"
+    trees.write_text("(X (X a) (X b))\n(X (X a) (X b)\n")
+    with pytest.raises(DataError, match=r"silver\.txt:2: bad tree"):
+        read_trees(trees)
+    with pytest.raises(UsageError, match="no bracketer here"):
+        Bracketer.load(tmp_path)
+    texts = tmp_path / "texts.txt"
+    texts.write_text("1 too short .\n")
+    with pytest.raises(UsageError, match=r"only 0 sentences of 4-50 words in .*texts\.txt"):
+        sentences_of([texts], set(), 1, seed=0)

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..data.errors import UsageError
 from ..data.trees import Tree, _Builder, _postorder
 
 SUFFIX_BUCKETS = 4096
@@ -236,6 +237,8 @@ class Bracketer:
     def load(cls, folder) -> "Bracketer":
         from safetensors.torch import load_file
         folder = Path(folder)
+        if not (folder / "bracketer.json").is_file():
+            raise UsageError(f"{folder}: no bracketer here (bracketer.json and bracketer.safetensors)")
         meta = json.loads((folder / "bracketer.json").read_text())
         tags = meta.get("tags")
         config = {"char_dim": 0, **meta["config"]}          # folders saved before characters were read

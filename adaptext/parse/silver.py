@@ -14,6 +14,7 @@ import argparse
 import random
 from pathlib import Path
 
+from ..data.errors import UsageError
 from ..data.readers import stream_file
 from ..data.text import Tokenizer
 from . import pieces
@@ -25,9 +26,10 @@ ESCAPED = {"(": "-LRB-", ")": "-RRB-"}
 
 
 def sentences_of(paths, exclude: set, count: int, seed: int, shortest: int = 4, longest: int = 50) -> list[list[str]]:
-    """``count`` sentences drawn at random from the texts of ``paths`` (any text or pair format the
-    package reads), tokenised as runs tokenise, cased (the tagging head's silver tags read case), each
-    ``shortest``..``longest`` words and not in ``exclude`` (lower-cased token tuples)."""
+    """``count`` sentences drawn at random from the texts of ``paths`` (any format the package
+    reads; a tree file's sentences too), tokenised as runs tokenise, cased (the tagging head's
+    silver tags read case), each ``shortest``..``longest`` words and not in ``exclude``
+    (lower-cased token tuples)."""
     tokenize, seen, found = Tokenizer(lower=False), set(), []
     for path in paths:
         for example in stream_file(path):
@@ -37,7 +39,7 @@ def sentences_of(paths, exclude: set, count: int, seed: int, shortest: int = 4, 
                     seen.add(key)
                     found.append(s)
     if len(found) < count:
-        raise ValueError(f"only {len(found)} sentences of {shortest}-{longest} words in {', '.join(map(str, paths))}")
+        raise UsageError(f"only {len(found)} sentences of {shortest}-{longest} words in {', '.join(map(str, paths))}")
     return random.Random(seed).sample(found, count)
 
 
@@ -45,7 +47,7 @@ def ensemble_parse(members: list[Bracketer], sentences: list[list[str]]) -> list
     """The trees whose spans score best under the members' summed span scores."""
     def scores(chunk):
         return sum(m.scores(chunk) for m in members)
-    return parse_batched(scores, sentences, max_positions=100_000)
+    return parse_batched(scores, sentences)
 
 
 def write_trees(trees, path) -> None:
@@ -63,10 +65,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", required=True)
     a = ap.parse_args(argv)
+    members = [Bracketer.load(folder) for folder in a.teachers]     # a wrong folder fails before the reading
     held_out = {tuple(w.lower() for w in t.leaves())
                 for split in ("dev", "test") for t in read_trees(Path(a.sst) / f"{split}.txt")}
     sentences = sentences_of(a.texts, held_out, a.sentences, a.seed)
-    members = [Bracketer.load(folder) for folder in a.teachers]
     write_trees(ensemble_parse(members, sentences), a.out)
     print(f"{len(sentences)} silver trees from {len(members)} bracketers written to {a.out}")
 

@@ -28,6 +28,8 @@ import numpy as np
 import torch
 
 from ..data.embeddings import read_vectors
+from ..data.errors import DataError
+from ..data.readers import iter_lines
 from ..data.trees import tree_from_brackets
 from .bracketer import SPECIALS, UNK, Bracketer, BracketerConfig, SpanScorer, cky
 from .spans import bracket_f1, nontrivial, spans_of
@@ -36,9 +38,16 @@ BRACKETS = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "["
 
 
 def read_trees(path) -> list:
-    """The SST trees of a file, their words as the word tokenizer writes them."""
-    trees = [tree_from_brackets(line, labels_are="labels") for line in Path(path).read_text().splitlines() if line.strip()]
-    return [renamed_words(t, BRACKETS) for t in trees]
+    """The bracketed trees of a file (SST's, or silver ones), their words as the word tokenizer
+    writes them; a line that is no tree is an error naming it."""
+    trees = []
+    for i, line in iter_lines(path, "utf-8"):
+        if line.strip():
+            try:
+                trees.append(renamed_words(tree_from_brackets(line, labels_are="labels"), BRACKETS))
+            except ValueError as e:
+                raise DataError(path, i, f"bad tree: {e}") from None
+    return trees
 
 
 def renamed_words(tree, names: dict):
