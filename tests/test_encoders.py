@@ -13,7 +13,7 @@ from adaptext.nn.lightconv import DynamicConv1d, LightweightConv1d
 from adaptext.nn.qrnn import QRNNLayer, linear_scan
 from adaptext.registry import create_model
 
-from conftest import assert_alone_equals_batched, encode_for, real_examples
+from conftest import assert_alone_equals_batched, collate_for, encode_for, real_examples
 
 
 def lengths_mask(lengths, T):
@@ -87,6 +87,45 @@ def test_qrnn_layer_matches_per_sample_loop(window, bidirectional, scan):
         got = layer(x, lengths_mask(lengths, 9))
         ref = qrnn_reference(layer, x, lengths)
     assert torch.allclose(got, ref, atol=1e-5)
+
+
+QRNN_TABLES = [dict(layers=1, window=2, bidirectional=True), dict(layers=2, window=3),
+               dict(layers=2, window=1, bidirectional=True, embedding_mode="multichannel")]
+
+
+@pytest.mark.parametrize("config", QRNN_TABLES, ids=["bi-1", "dense-2-k3", "multichannel-k1"])
+def test_qrnn_predicts_through_its_projection_tables_as_through_its_gates(config):
+    """At prediction the first layer's gate products are looked up per word; the logits are
+    those of the convolutions, on padded batches, and again after a weight update."""
+    torch.manual_seed(0)
+    config = dict(config)
+    items, vocab_size, num_classes, _, _ = encode_for(real_examples("text", 6))
+    mode = config.pop("embedding_mode", "rand")
+    vectors = torch.randn(vocab_size, 8) if mode != "rand" else None
+    if vectors is not None:
+        vectors[0] = 0
+    model = create_model("qrnn", num_classes=num_classes, vocab_size=vocab_size, embeddings=vectors,
+                         embedding_mode=mode, embed_dim=8, hidden=6, **config).eval()
+    batch = collate_for(items, num_classes, model, pad_to=30)
+
+    def both_paths():
+        with torch.enable_grad():
+            convolved = model(batch).detach()
+        with torch.no_grad():
+            return convolved, model(batch)
+
+    convolved, looked_up = both_paths()
+    first = model.projections()
+    rows = config.get("window", 2) * 3 * 6
+    assert [t.shape for t in first] == [(vocab_size, rows)] * (2 if config.get("bidirectional") else 1)
+    torch.testing.assert_close(looked_up, convolved, atol=1e-5, rtol=1e-5)
+    model.train()
+    F.cross_entropy(model(batch), batch.labels).backward()
+    torch.optim.SGD(model.parameters(), lr=0.5).step()
+    model.eval()
+    convolved_after, looked_up_after = both_paths()
+    assert model.projections() is not first and not torch.allclose(convolved_after, convolved)
+    torch.testing.assert_close(looked_up_after, convolved_after, atol=1e-5, rtol=1e-5)
 
 
 # ------------------------------------------------------------------ LightConv / DynamicConv

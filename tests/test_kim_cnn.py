@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from adaptext.models import kim_cnn
+from adaptext.nn import embedding
 from adaptext.registry import create_model
 
 from conftest import bundled_examples, collate_for, encode_for
@@ -61,7 +61,7 @@ def test_the_table_follows_every_weight_update_and_load():
 def test_wide_filters_and_a_table_over_budget_convolve(monkeypatch):
     wide, batch = case(wide=True)
     assert wide.projections() is None
-    monkeypatch.setattr(kim_cnn, "TABLE_BYTES", 1000)
+    monkeypatch.setattr(embedding, "TABLE_BYTES", 1000)
     model, batch = case()
     assert model.projections() is None
     convolved, looked_up = both_paths(model, batch)

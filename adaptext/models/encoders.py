@@ -73,7 +73,12 @@ class QRNNClassifier(TextClassifier):
 
     def forward(self, batch) -> torch.Tensor:
         mask = batch.mask
-        h = self.qrnn(self.embedding(batch.text), mask)                   # [B, T, H or 2H]
+        tables = self.projections() if not (self.training or torch.is_grad_enabled()) else None
+        if tables is None:
+            h = self.qrnn(self.embedding(batch.text), mask)               # [B, T, H or 2H]
+        else:                       # prediction: the first layer's gate products looked up, not computed
+            x = self.embedding(batch.text) if len(self.qrnn.layers) > 1 else None
+            h = self.qrnn(x, mask, batch.text, tables)
         if self.pooling == "max":
             return self.head(masked_max_pool(h, mask))
         rows = torch.arange(h.shape[0], device=h.device)
@@ -81,6 +86,16 @@ class QRNNClassifier(TextClassifier):
         if self.bidirectional:
             last = torch.cat([last, h[:, 0, self.hidden:]], dim=-1)        # backward: first step
         return self.head(last)
+
+    def projections(self) -> list | None:
+        """Per direction, [vocabulary, k x 3H]: every word's vector times the first layer's gate
+        weights at each of its k offsets (``WordEmbedding.projection_tables``); None where that would
+        be too large."""
+        first = self.qrnn.layers[0]
+        directions = range(len(first.gates))
+        return self.embedding.projection_tables([g.weight for g in first.gates],
+                                                len(first.gates) * first.window * 3 * first.hidden,
+                                                lambda: [first.offset_weights(d) for d in directions])
 
 
 # ------------------------------------------------------------------ LSTM

@@ -25,8 +25,6 @@ from ..nn import ClassifierHead, WordEmbedding
 from ..nn.adaptive import ConvFactory
 from ..registry import TextClassifier, register_model
 
-TABLE_BYTES = 256 * 2 ** 20    # a larger word-projection table is not built: such a model convolves
-
 
 @dataclass
 class KimCNNConfig:
@@ -119,20 +117,14 @@ class KimCNN(TextClassifier):
         return self.head(self.features(self.embedding(batch.text), batch.lengths))
 
     def projections(self) -> torch.Tensor | None:
-        """[vocabulary, sum(h) x F]: every word's vector (all channels) times every filter offset,
-        made once per set of weights (remade after any update or move); None where the filters
-        are adaptive or wide, or the table would exceed TABLE_BYTES. Gradients (training,
-        explanations) go through the word vectors themselves, so they never use it."""
-        vocab, rows = self.embedding.embed.num_embeddings, self.features.offset_rows
-        if not self.features.projectable or vocab * rows * self.embedding.embed.weight.element_size() > TABLE_BYTES:
+        """[vocabulary, sum(h) x F]: every word's vector (all channels) times every filter offset
+        (``WordEmbedding.projection_tables``); None where the filters are adaptive or wide, or the
+        table would be too large."""
+        if not self.features.projectable:
             return None
-        params = [*self.embedding.parameters(), *(conv.weight for conv in self.features.convs)]
-        key = tuple((p.data_ptr(), p._version) for p in params)
-        if getattr(self, "_table_key", None) != key:
-            words = torch.arange(vocab, device=self.embedding.embed.weight.device)
-            self._table = self.embedding(words) @ self.features.offset_weights().T
-            self._table_key = key
-        return self._table
+        tables = self.embedding.projection_tables([conv.weight for conv in self.features.convs],
+                                                  self.features.offset_rows, lambda: [self.features.offset_weights()])
+        return tables[0] if tables else None
 
     def apply_constraints(self) -> None:
         self.head.apply_constraints()

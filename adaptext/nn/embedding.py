@@ -3,6 +3,11 @@
 rand: randomly initialised, trained. static: pretrained, frozen. non-static: pretrained,
 fine-tuned. multichannel: a frozen and a fine-tuned copy side by side, so every filter
 sees both channels (output dim = 2 x dim).
+
+At prediction a model whose first layer is linear in each word's vector (a convolution, a
+QRNN's gates) can look that layer's products up instead of computing them: every word of the
+vocabulary is one of the embedding's rows, so its products with the layer's weights are a table
+of vocabulary x rows numbers made once per set of weights (``projection_tables``).
 """
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import torch
 from torch import nn
 
 MODES = ("rand", "static", "non-static", "multichannel")
+TABLE_BYTES = 256 * 2 ** 20    # a larger projection table is not built: such a model computes the products
 
 
 class WordEmbedding(nn.Module):
@@ -38,6 +44,7 @@ class WordEmbedding(nn.Module):
             self.static.is_word_embedding = True
             self.static.weight.data.copy_(pre)
             self.static.weight.requires_grad = False
+        self._tables, self._tables_key = None, None
 
     @property
     def out_dim(self) -> int:
@@ -48,3 +55,20 @@ class WordEmbedding(nn.Module):
         if self.static is not None:
             x = torch.cat([self.static(ids), x], dim=-1)
         return x
+
+    def projection_tables(self, sources: list, rows: int, weights) -> list | None:
+        """[vocabulary, k] tables, one for each matrix [k, out_dim] of ``weights()`` (``rows``: the k of
+        all of them together, made from the parameters ``sources``): every word's vector (all channels)
+        times the matrix, the padding row zero as the zeroed input of a padded step. Made once per set
+        of weights (remade after any update or move); None where they would exceed TABLE_BYTES. Gradients
+        (training, explanations) go through the word vectors themselves, so they never use them."""
+        vocab = self.embed.num_embeddings
+        if vocab * rows * self.embed.weight.element_size() > TABLE_BYTES:
+            return None
+        key = tuple((p.data_ptr(), p._version) for p in (*self.parameters(), *sources))
+        if self._tables_key != key:
+            words = self(torch.arange(vocab, device=self.embed.weight.device))
+            if self.embed.padding_idx is not None:
+                words[self.embed.padding_idx] = 0
+            self._tables, self._tables_key = [words @ w.T for w in weights()], key
+        return self._tables

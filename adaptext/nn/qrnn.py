@@ -20,6 +20,11 @@ Padding: texts are right-padded. Inputs at padded steps are zeroed and contribut
 nothing to the cell (b = 0 there), and the backward direction runs on the flipped batch,
 where the padding comes first and keeps the cell at its zero initial state, so a text's
 states are the same alone and in a padded batch. Zoneout (Section 2.1) is optional.
+
+Prediction: the first layer's gates are linear in each word's vector, so a model can hand the
+layer each word's products with the gate weights at every offset, looked up from a table made
+once per set of weights (``gates_from_projections``): the convolution becomes a sum of shifted
+rows, as Kim's CNN predicts.
 """
 from __future__ import annotations
 
@@ -111,27 +116,53 @@ class QRNNLayer(nn.Module):
     def out_dim(self) -> int:
         return self.hidden * (2 if self.bidirectional else 1)
 
-    def gate_values(self, conv: nn.Conv1d, x: torch.Tensor):
-        """Z, F, O [B, T, H] from x [B, T, D] (padded steps already zero); step t sees x_{t-k+1..t}."""
-        g = conv(F.pad(x.transpose(1, 2), (self.window - 1, 0)))      # [B, 3H, T]
-        z, f, o = g.transpose(1, 2).chunk(3, dim=-1)
-        return torch.tanh(z), torch.sigmoid(f), torch.sigmoid(o)     # Eq. 1
+    def gate_values(self, conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
+        """The convolution's output [B, T, 3H] (Z, F, O before Eq. 1's squashing) from x [B, T, D]
+        (padded steps already zero); step t sees x_{t-k+1..t}."""
+        return conv(F.pad(x.transpose(1, 2), (self.window - 1, 0))).transpose(1, 2)
 
-    def _direction(self, conv: nn.Conv1d, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        z, f, o = self.gate_values(conv, x)
+    def offset_weights(self, direction: int) -> torch.Tensor:
+        """[k x 3H, D]: row j 3H + c is gate channel c's weights for the input at offset j
+        (x_{t-k+1+j}) of the given direction's convolution."""
+        w = self.gates[direction].weight                               # [3H, D, k]
+        return w.permute(2, 0, 1).reshape(-1, w.shape[1])
+
+    def gates_from_projections(self, direction: int, y: torch.Tensor) -> torch.Tensor:
+        """``gate_values`` from y [B, T, k x 3H], each step's input projected on ``offset_weights``
+        (zero at padded steps): the bias plus, for each offset j, block j of step t - k + 1 + j."""
+        n = 3 * self.hidden
+        g = y[..., (self.window - 1) * n:] + self.gates[direction].bias
+        for j in range(self.window - 1):
+            shift = self.window - 1 - j
+            g[:, shift:] += y[:, :-shift, j * n:(j + 1) * n]
+        return g
+
+    def _direction(self, g: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        z, f, o = g.chunk(3, dim=-1)
+        z, f, o = torch.tanh(z), torch.sigmoid(f), torch.sigmoid(o)   # Eq. 1
         if self.training and self.zoneout > 0:
             # zoneout: a random subset of channels keeps its previous cell (f = 1), not rescaled
             f = torch.where(torch.rand_like(f) < self.zoneout, torch.ones_like(f), f)
         c = linear_scan(f, (1 - f) * z * keep, self.scan)               # Eq. 4, c_t for all t
         return o * c                                                   # h_t = o_t . c_t
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        keep = mask[..., None].to(x.dtype)                             # [B, T, 1]
-        x = x * keep
-        h = self._direction(self.gates[0], x, keep)
+    def forward(self, x: torch.Tensor | None, mask: torch.Tensor, ids: torch.Tensor | None = None,
+                tables: list | None = None) -> torch.Tensor:
+        """``ids`` and ``tables``: instead of x, the word ids [B, T] and each direction's table of every
+        word's projections on its ``offset_weights`` (the padding row zero)."""
+        keep = mask[..., None].to(x.dtype if tables is None else tables[0].dtype)   # [B, T, 1]
+
+        def gates(direction: int, flip: bool) -> torch.Tensor:
+            if tables is not None:          # the ids flipped, not the wider projections
+                y = F.embedding(ids.flip(1) if flip else ids, tables[direction])
+                return self.gates_from_projections(direction, y)
+            xs = x * keep
+            return self.gate_values(self.gates[direction], xs.flip(1) if flip else xs)
+
+        h = self._direction(gates(0, False), keep)
         if self.bidirectional:
             # flipped batch: the padding comes first, the cell stays 0 across it
-            hb = self._direction(self.gates[1], x.flip(1), keep.flip(1)).flip(1)
+            hb = self._direction(gates(1, True), keep.flip(1)).flip(1)
             h = torch.cat([h, hb], dim=-1)
         return h * keep
 
@@ -153,11 +184,14 @@ class QRNN(nn.Module):
             dim = dim + layer.out_dim if dense else layer.out_dim
         self.out_dim = self.layers[-1].out_dim
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """x [B, T, D], mask [B, T] -> h [B, T, out_dim] of the last layer (0 at padded steps)."""
+    def forward(self, x: torch.Tensor | None, mask: torch.Tensor, ids: torch.Tensor | None = None,
+                tables: list | None = None) -> torch.Tensor:
+        """x [B, T, D], mask [B, T] -> h [B, T, out_dim] of the last layer (0 at padded steps).
+        ``ids`` and ``tables``: the first layer's gates looked up (``QRNNLayer.forward``); x is then
+        needed only by densely connected later layers."""
         h = x
         for i, layer in enumerate(self.layers):
-            out = layer(h, mask)
+            out = layer(h, mask, *((ids, tables) if i == 0 else (None, None)))
             if i + 1 < len(self.layers):
                 out = self.dropout(out)
                 h = torch.cat([h, out], dim=-1) if self.dense else out
