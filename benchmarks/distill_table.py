@@ -22,11 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 DATA_NAME = {"sst2": "sst2", "sst1": "sst1", "trec": "trec"}
+ONE_LAYER = {"layers": 1, "bidirectional": True, "hidden": 150, "batch_size": 64}
 # student name -> (its train options, what its rows add after undistilled / distilled); a name that is
 # not a model's names its model among the options
 STUDENTS = {"kim_cnn": ({}, ""), "ac_cnn": ({}, ""),
             "ac_cnn-attention": ({"model": "ac_cnn", "context": "attention-only"}, ", attention-only context (no GRU)"),
-            "attconv": ({"variant": "light"}, ""), "qrnn": ({}, "")}
+            "attconv": ({"variant": "light"}, ""), "qrnn": ({}, ""),
+            # Tang et al.'s (2019) student shape, one bidirectional recurrent layer (here 150 units a
+            # direction, max-pooled over time, random word vectors): an LSTM, and a QRNN whose gates
+            # are looked up per word at prediction
+            "bilstm": ({"model": "lstm", **ONE_LAYER}, ", one-layer BiLSTM (150 a direction)"),
+            "biqrnn": ({"model": "qrnn", **ONE_LAYER}, ", one-layer bidirectional QRNN (150 a direction)")}
 TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}
 
 

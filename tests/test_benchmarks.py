@@ -324,3 +324,32 @@ def test_a_table_trains_each_dataset_for_its_own_epochs_unless_the_command_line_
     stopping, notes = run("--epochs", "3", "--patience", "2")
     assert stopping == {"short": (3, 2), "long": (3, 2)}
     assert "At most 3 epochs, patience 2: early stopping on dev" in notes
+
+
+def test_accuracy_split_by_unseen_words_adds_up_to_each_runs_own_test_accuracy(tmp_path, monkeypatch):
+    """distill_oov.py: a text holding a word outside the run's vocabulary is counted apart, and the
+    two parts, weighted by their sizes, give back the accuracy each run recorded; seeds pool."""
+    import distill_oov
+    runs = []
+    for seed in (1, 2):
+        run = tmp_path / f"kim_cnn-trec-demo-seed{seed}"
+        train_cell({**OPTS, "seed": seed, "epochs": 1, "max_vocab": 300}, run)
+        runs.append(run)
+    import adaptext
+    clf = adaptext.load(runs[0])
+    seen = clf.pipeline.spec.vocab.itos[2]
+    assert distill_oov.unseen_mask(clf, [f"{seen} ?", f"{seen} zzqxv ?"]).tolist() == [False, True]
+
+    monkeypatch.setattr(sys, "argv", ["distill_oov.py", *map(str, runs), "--threads", "1",
+                                      "--out", str(tmp_path / "oov.json")])
+    distill_oov.main()
+    rows = json.loads((tmp_path / "oov.json").read_text())["rows"]
+    assert {r["model"] for r in rows} == {"kim_cnn"} and all(r["n"] == 2 for r in rows)
+    whole, unseen, rest = rows
+    n_unseen, n_rest = (int(r["variant"].split()[1]) for r in (unseen, rest))
+    assert n_unseen + n_rest == 500 and 0 < n_unseen < 500           # max_vocab 300 leaves words out
+    for k, run in enumerate(runs):
+        recorded = json.loads((run / "metrics.json").read_text())["test"]["accuracy"]
+        assert whole["values"][k] == pytest.approx(recorded, abs=0.01)
+        parts = (unseen["values"][k] * n_unseen + rest["values"][k] * n_rest) / 500
+        assert parts == pytest.approx(whole["values"][k], abs=0.02)
