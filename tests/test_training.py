@@ -574,3 +574,17 @@ def test_a_students_teacher_logits_are_computed_where_the_student_trains(tmp_pat
     masked = [TextExample("what is <unk> ?")]
     assert as_the_teacher_reads(adaptext.load(teacher), masked) == masked     # a word-level teacher's own <unk>
     assert [prepare_device({"accelerator": a}) for a in ("cpu", "auto", "gpu")] == ["cpu", gpu, gpu]
+
+
+def test_a_student_knows_the_words_of_its_unlabelled_transfer_texts(tmp_path, monkeypatch):
+    """The words of ``--unlabeled`` texts join the student's vocabulary: the teacher's logits on
+    those texts are where the student learns them, so they are not read as the unknown word."""
+    unlabeled = tmp_path / "more.txt"
+    unlabeled.write_text("Who founded zorblatt industries ?\nWhere is quaxiford castle ?\n")
+    _, teacher, m = distil_small(tmp_path, monkeypatch, "cpu", unlabeled=str(unlabeled))
+    tokens = json.loads((tmp_path / "student" / "vocab.json").read_text())["tokens"]
+    assert {"zorblatt", "quaxiford"} <= set(tokens)
+    assert "zorblatt" not in json.loads((teacher / "vocab.json").read_text())["tokens"]   # not a demo word
+    clf = adaptext.load(tmp_path / "student")
+    assert clf.model.embedding.embed.num_embeddings == len(tokens)
+    assert m["info"]["train_examples"] == json.loads((teacher / "metrics.json").read_text())["info"]["train_examples"] + 2

@@ -6,7 +6,8 @@ Transfer set (Section 3.2): the training examples; ``augment`` copies of each, r
 word (with probability 0.1 a word becomes <unk>, the masking rule: the student's unknown word, a
 pretrained teacher's mask token; else with probability 0.1 a
 word of the same part of speech seen in the training texts; then with probability 0.25 the
-copy is cut to an n-gram of 1 to 5 words); and the lines of an ``unlabeled`` file. The
+copy is cut to an n-gram of 1 to 5 words); and the lines of an ``unlabeled`` file, whose words
+the student's vocabulary counts with the training texts' (it learns them from these logits). The
 teacher's logits are computed once, in chunks cached on disk, each keyed by the teacher's weights
 and its own texts: a killed run resumes from the last chunk, and reruns, other students and a
 larger transfer set (the same training texts and copies, plus an unlabelled file) reuse them.
@@ -31,13 +32,12 @@ MASK = "<unk>"
 
 
 # ----------------------------------------------------------------------- transfer set
-def transfer_set(cfg: dict, train: list, log=print) -> list:
+def transfer_set(cfg: dict, train: list, unlabeled: list, log=print) -> list:
     """The training examples, then the augmented copies and the unlabelled texts (label None)."""
     out = list(train)
     if cfg["augment"]:
         out += augmented(train, cfg["augment"], cfg["seed"], cfg["tagger"])
-    if cfg["unlabeled"]:
-        out += unlabeled_texts(cfg["unlabeled"])
+    out += unlabeled
     log(f"transfer set: {len(train)} training texts, {len(out) - len(train)} more")
     return out
 
@@ -152,11 +152,12 @@ def _save(path: Path, array: np.ndarray) -> None:
         np.save(tmp, array.astype(np.float32))
 
 
-def soft_items(cfg: dict, train: list, encoder, bad, log=print, device: str = "cpu") -> list:
-    """The transfer set encoded for the student, each item with the teacher's logits (``soft``)."""
+def soft_items(cfg: dict, train: list, unlabeled: list, encoder, bad, log=print, device: str = "cpu") -> list:
+    """The transfer set (``unlabeled``: the texts of the ``unlabeled`` file) encoded for the
+    student, each item with the teacher's logits (``soft``)."""
     if train and train[0].kind not in ("text", "pair"):
         raise DataError(cfg["teacher"], None, f"distillation reads text or pair examples, not {train[0].kind}")
-    transfer = transfer_set(cfg, train, log)
+    transfer = transfer_set(cfg, train, unlabeled, log)
     logits = teacher_logits(cfg["teacher"], transfer, encoder.labels.labels, log, device=device)
     items = encoder.encode(transfer, bad)
     for it in items:

@@ -24,6 +24,7 @@ from ..data.transformer_vectors import is_transformer_spec, transformer_vectors
 from ..data.errors import BadLines, DataError, UsageError
 from ..data.examples import where_of
 from ..data.store import StoredSplit
+from .distill import unlabeled_texts
 from ..data.text import LabelMap, Vocab
 from ..registry import count_parameters, get_entry
 from ..runs import metrics as M
@@ -75,7 +76,10 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
         return prepare_stored(cfg, train, dev, test, kind, multilabel, log)
     train, dev, test = (tag(s, cfg) for s in (train, dev, test))
     tokenizer = make_tokenizer(cfg)
-    vocab = tokenizer.vocabulary(token_lists(train, tokenizer), cfg["min_freq"], cfg["max_vocab"] or None)
+    unlabeled = unlabeled_texts(cfg["unlabeled"]) if cfg["teacher"] and cfg["unlabeled"] else []
+    # a student learns the words of its unlabelled transfer texts from the teacher's logits, so they
+    # are counted with the training texts' words
+    vocab = tokenizer.vocabulary(token_lists(train + unlabeled, tokenizer), cfg["min_freq"], cfg["max_vocab"] or None)
     found = LabelMap.from_examples(train)
     labels = checked_labels(cfg, LabelMap(found.labels, found.multilabel or multilabel))
     tag_vocab = tag_vocab_of(train) if entry.needs_tags else None
@@ -86,7 +90,7 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
     encoded = [encoder.encode(s, bad) if s else None for s in (train, dev, test)]
     if cfg["teacher"]:
         from .distill import soft_items
-        encoded[0] = soft_items(cfg, train, encoder, bad, log, device=prepare_device(cfg))
+        encoded[0] = soft_items(cfg, train, unlabeled, encoder, bad, log, device=prepare_device(cfg))
     return Prepared(spec, vectors, coverage, *encoded, test or [], bad, encoder.truncated)
 
 
