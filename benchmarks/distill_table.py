@@ -50,6 +50,9 @@ def args():
     ap.add_argument("--phrases", action="store_true",
                     help="on SST, also distil each student with every distinct phrase of the SST training trees "
                          "added to the transfer set as unlabelled texts (the teacher labels them)")
+    ap.add_argument("--imdb", type=int, default=0, metavar="N",
+                    help="on SST, also distil each student with N sentences drawn from the IMDB training reviews "
+                         "added to the transfer set as unlabelled texts (in-domain words the training texts lack)")
     ap.add_argument("--keep", default=str(Path.home() / ".cache" / "adaptext" / "runs" / "distill"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--accelerator", default="auto", help="where teachers and students train (throughput is "
@@ -92,6 +95,18 @@ def sst_phrases(keep: Path) -> Path:
     return path
 
 
+def imdb_sentences(keep: Path, count: int) -> Path:
+    """A file of ``count`` distinct sentences drawn at random (seed 1) from the IMDB training
+    reviews, 4 to 50 words each, one per line, as runs tokenise them (cased)."""
+    from adaptext.parse.silver import sentences_of
+    path = keep / f"imdb-sentences-{count}.txt"
+    if not path.is_file():
+        drawn = sentences_of([common.DATA / "imdb" / "train.jsonl.gz"], set(), count, 1)
+        keep.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(" ".join(s) for s in drawn) + "\n", encoding="utf-8")
+    return path
+
+
 def cell(keep: Path, name: str, opts: dict) -> tuple[dict, Path]:
     run = keep / name
     m = common.train_cell(opts, keep=run)
@@ -124,6 +139,9 @@ def dataset_rows(a, dataset: str) -> list[dict]:
             if a.phrases and dataset.startswith("sst"):
                 variants.append(("distilled, + SST phrases", "distilled-phrases",
                                  {**dist, "unlabeled": str(sst_phrases(keep))}))
+            if a.imdb and dataset.startswith("sst"):
+                variants.append((f"distilled, + {a.imdb:,} IMDB sentences", f"distilled-imdb{a.imdb}",
+                                 {**dist, "unlabeled": str(imdb_sentences(keep, a.imdb))}))
             for variant, slug, o in variants:
                 m, run = cell(keep, f"{student}-{slug}-a{a.augment}-{dataset}-seed{seed}", o)
                 accs.setdefault((model, variant + label), []).append(m["test"]["accuracy"])
@@ -155,7 +173,8 @@ def main() -> None:
              f"copies of each ('transformer vectors': also given word vectors averaged from the teacher's "
              f"pretrained encoder over the training texts, non-static; '+ SST phrases': the 156,658 distinct "
              f"phrases of the SST training trees, as the trees write them, added to the transfer set as unlabelled "
-             f"texts). Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
+             f"texts; '+ N IMDB sentences': N sentences of the IMDB training reviews, 4-50 words, drawn with seed 1, "
+             f"added likewise, their words joining the student's vocabulary). Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
              f"{a.threads} threads, best of 3 passes, seed 1's run.")
     print(common.write("distill_table", rows, notes, a.out))
 
