@@ -24,7 +24,6 @@ from ..data.transformer_vectors import is_transformer_spec, transformer_vectors
 from ..data.errors import BadLines, DataError, UsageError
 from ..data.examples import where_of
 from ..data.store import StoredSplit
-from .distill import unlabeled_texts
 from ..data.text import LabelMap, Vocab
 from ..registry import count_parameters, get_entry
 from ..runs import metrics as M
@@ -34,6 +33,7 @@ from ..runs.options import PATH_KEYS, RESUME_MAY_CHANGE, check_new_run, resolve
 from ..runs.pipeline import collator, gold, predict_probs, tag
 from ..runs.spec import RunSpec, make_tokenizer, write_config
 from ..runs.splits import DEMO, fold_splits, load_data
+from .distill import soft_items, unlabeled_texts
 
 
 @dataclass
@@ -89,7 +89,6 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
     encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg["max_length"])
     encoded = [encoder.encode(s, bad) if s else None for s in (train, dev, test)]
     if cfg["teacher"]:
-        from .distill import soft_items
         encoded[0] = soft_items(cfg, train, unlabeled, encoder, bad, log, device=prepare_device(cfg))
     return Prepared(spec, vectors, coverage, *encoded, test or [], bad, encoder.truncated)
 
