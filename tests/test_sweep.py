@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 
 import pytest
 
@@ -11,6 +12,7 @@ from adaptext.cli import main
 optuna = pytest.importorskip("optuna")
 
 from conftest import bundled_examples  # noqa: E402
+from adaptext.training.sweep import Dimension, Sweep, study_storage  # noqa: E402
 
 SHARED = ["--filters", "8", "--embed-dim", "16", "--max-length", "12", "--epochs", "2", "--seed", "3"]
 
@@ -46,11 +48,28 @@ def test_a_grid_trains_every_point_once_and_a_rerun_adds_none(data, tmp_path, ca
     assert json.loads(capsys.readouterr().out)["trials"] == 4
 
 
+def test_processes_sharing_a_study_never_take_the_same_grid_point(tmp_path, monkeypatch):
+    # no training: each claimed trial only records which process took it, so the two processes
+    # contend for the storage as often as they can
+    def claim(self, trial):
+        with open(tmp_path / f"claims-{os.getpid()}", "a") as f:
+            f.write(f"{trial.number} {self.dims[0].suggest(trial)}\n")
+        return 0.0
+    monkeypatch.setattr(Sweep, "objective", claim)              # the forked processes inherit it
+    sweep = Sweep(tmp_path / "sweep", [Dimension("x", values=tuple(range(40)))], options=None, grid=True)
+    sweep.study()
+    sweep._optimize_in_processes(40, None, jobs=2)
+    claims = [line.split() for f in tmp_path.glob("claims-*") for line in f.read_text().splitlines()]
+    assert len(list(tmp_path.glob("claims-*"))) == 2
+    assert sorted(int(x) for _, x in claims) == list(range(40))             # every point once, none twice
+    assert len({n for n, _ in claims}) == 40
+    assert {t.state.name for t in sweep.study(prepare=False).trials} == {"COMPLETE"}
+
+
 def test_a_trial_cut_short_by_a_kill_runs_again(data, tmp_path, capsys):
     out = tmp_path / "sweep"
     argv = ["sweep", "--grid", "lr=0.5,1.0", "--out", str(out), "--optimizer", "adadelta", *SHARED, *data]
-    out.mkdir()
-    study = optuna.create_study(study_name="sweep", storage=f"sqlite:///{out / 'study.db'}", direction="maximize")
+    study = optuna.create_study(study_name="sweep", storage=study_storage(out), direction="maximize")
     killed = study.ask()                                  # a trial that started, then its process died
     killed.suggest_categorical("lr", ["0.5", "1.0"])
     killed.set_user_attr("run", str(out / "trial-0"))
@@ -68,7 +87,7 @@ def test_a_search_keeps_to_its_budget_and_reports_each_dev_score(data, tmp_path,
     summary = json.loads(capsys.readouterr().out)
     assert summary["trials"] == 3 and summary["retrain"]["seeds"] == [1, 2]
     assert len(summary["retrain"]["accuracy"]) == 2 and summary["retrain"]["split"] == "test"
-    study = optuna.load_study(study_name="sweep", storage=f"sqlite:///{out / 'study.db'}")
+    study = optuna.load_study(study_name="sweep", storage=study_storage(out))
     assert all(0.1 <= t.params["lr"] <= 2 for t in study.trials)
     assert all(len(t.intermediate_values) == 2 for t in study.trials)   # one dev score per epoch, for pruning
 

@@ -78,6 +78,16 @@ def _optuna():
     return optuna
 
 
+def study_storage(out: Path):
+    """The study's storage, a journal file in OUT. Processes of one sweep hand trials out through
+    it: a journal appends each claim under a file lock, so a waiting trial goes to the first
+    process that claims it (SQLite reads a trial's state and marks it running in two steps, and
+    two processes could both take the same grid point)."""
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+    Path(out).mkdir(parents=True, exist_ok=True)
+    return JournalStorage(JournalFileBackend(str(Path(out) / "study.log")))
+
+
 @dataclass
 class Sweep:
     """``options(params, out)``: a trial's train options (typed and checked) for its params."""
@@ -88,20 +98,15 @@ class Sweep:
     monitor: str = "accuracy"
 
     def study(self, prepare: bool = True):
-        """The sweep's study (made, or loaded from OUT/study.db); ``prepare``: retry the trials a
+        """The sweep's study (made, or loaded from OUT/study.log); ``prepare``: retry the trials a
         killed sweep left running, and enqueue the grid's points not trained yet."""
         optuna = _optuna()
-        self.out.mkdir(parents=True, exist_ok=True)
-        # processes of one sweep write the same SQLite file: on a loaded machine a writer can wait
-        # longer than SQLite's 5 s default for the lock, which would end its process
-        storage = optuna.storages.RDBStorage(f"sqlite:///{(self.out / 'study.db').resolve()}",
-                                             engine_kwargs={"connect_args": {"timeout": 120}})
         sampler = optuna.samplers.TPESampler(seed=0)        # a grid's points are all enqueued: never sampled
         # a grid is measured at every point (a figure needs them all); a search gives up on trials
         # whose dev score falls below the median of earlier trials at the same epoch
         pruner = optuna.pruners.NopPruner() if self.grid else optuna.pruners.MedianPruner(n_startup_trials=3)
-        study = optuna.create_study(study_name="sweep", storage=storage, direction="maximize", sampler=sampler,
-                                    pruner=pruner, load_if_exists=True)
+        study = optuna.create_study(study_name="sweep", storage=study_storage(self.out), direction="maximize",
+                                    sampler=sampler, pruner=pruner, load_if_exists=True)
         if not prepare:
             return study
         self._retry_interrupted(study)
