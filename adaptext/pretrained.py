@@ -73,3 +73,28 @@ def vocabulary(name: str) -> list[str]:
     """The tokenizer's word pieces in id order."""
     vocab = tokenizer(name).get_vocab()
     return sorted(vocab, key=vocab.__getitem__)
+
+
+def word_pieces(name: str):
+    """The encoder's tokenizer as the ``tokenizers`` library holds it (normalisation, splitting,
+    pieces): what a run saves, so that it reads text again without transformers."""
+    import tokenizers
+    return _unpadded(tokenizers.Tokenizer.from_str(tokenizer(name).backend_tokenizer.to_str()))
+
+
+def saved_word_pieces(path):
+    """A tokenizer a run saved (``tokenizer.json``), read with ``tokenizers`` alone."""
+    try:
+        import tokenizers
+    except ImportError:
+        raise MissingResource(f"{path}: reading word pieces needs the tokenizers package: "
+                              'pip install -e ".[subword]"') from None
+    return _unpadded(tokenizers.Tokenizer.from_file(str(path)))
+
+
+def _unpadded(pieces):
+    """The pieces set to neither pad nor cut a text: an encoder's tokenizer file may pad and cut
+    every text to a fixed length (all-MiniLM-L6-v2's: 128), and a run pads and cuts at its own."""
+    pieces.no_padding()
+    pieces.no_truncation()
+    return pieces

@@ -32,7 +32,13 @@ STUDENTS = {"kim_cnn": ({}, ""), "ac_cnn": ({}, ""),
             # direction, max-pooled over time, random word vectors): an LSTM, and a QRNN whose gates
             # are looked up per word at prediction
             "bilstm": ({"model": "lstm", **ONE_LAYER}, ", one-layer BiLSTM (150 a direction)"),
-            "biqrnn": ({"model": "qrnn", **ONE_LAYER}, ", one-layer bidirectional QRNN (150 a direction)")}
+            "biqrnn": ({"model": "qrnn", **ONE_LAYER}, ", one-layer bidirectional QRNN (150 a direction)"),
+            # the same over the teacher's word pieces (random 300-d vectors): a word never seen in
+            # training is still read, as pieces the student has seen in other words
+            "bilstm-pieces": ({"model": "lstm", **ONE_LAYER, "tokenizer": "subword"},
+                              ", one-layer BiLSTM over word pieces"),
+            "biqrnn-pieces": ({"model": "qrnn", **ONE_LAYER, "tokenizer": "subword"},
+                              ", one-layer bidirectional QRNN over word pieces")}
 TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}
 
 

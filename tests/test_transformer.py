@@ -14,6 +14,7 @@ import pytest
 
 import adaptext
 from adaptext.cli import main
+from adaptext.data.errors import DataError
 from adaptext.training.run import train_run
 
 pytest.importorskip("transformers")
@@ -154,6 +155,29 @@ def test_a_distilled_student_learns_from_its_teacher_and_loads_without_transform
     monkeypatch.setitem(sys.modules, "transformers", None)   # an environment without the extra
     preds = adaptext.load(out).predict(["Who wrote Hamlet ?", "How far is the moon ?"])
     assert len(preds) == 2 and all(p["label"] for p in preds)
+
+
+def test_a_student_reading_word_pieces_keeps_them_in_its_run_and_loads_without_transformers(teacher, tmp_path,
+                                                                                           monkeypatch):
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "pieces"
+    assert main(["distill", str(teacher[0]), "--model", "qrnn", "--layers", "1", "--hidden", "8", "--embed-dim", "16",
+                 "--tokenizer", "subword", "--epochs", "1", "--augment", "1", "--no-progress", "--out", str(out)]) == 0
+    assert len(json.loads((out / "vocab.json").read_text())["tokens"]) == 30522 + 2   # every piece: no unseen word
+    texts = ["Who painted Quetzalcoatl's temple ?", "How far is the moon ?"]
+    with_transformers = adaptext.load(out)
+    assert with_transformers.tokens(texts[0])[2:6] == ["que", "##tz", "##al", "##coat"]
+    assert with_transformers.tokens("what is <unk> ?") == ["what", "is", "[UNK]", "?"]   # a masked word: one piece
+    before = with_transformers.predict(texts)
+    from adaptext import pretrained
+    pretrained.tokenizer.cache_clear()                       # nothing kept from the calls above
+    monkeypatch.setitem(sys.modules, "transformers", None)   # an environment with tokenizers only
+    student = adaptext.load(out)
+    assert student.tokens(texts[0]) == with_transformers.tokens(texts[0])
+    assert student.predict(texts) == before
+    (out / "tokenizer.json").write_text("{not json")
+    with pytest.raises(DataError, match="tokenizer.json"):
+        adaptext.load(out)
 
 
 def test_distillation_loss_follows_the_teacher():

@@ -45,18 +45,28 @@ class TokenizerConfig:
 
 
 class Tokenizer:
-    def __init__(self, config: TokenizerConfig | None = None, **kw):
+    """``pieces``: a subword tokenizer's word pieces as ``tokenizers`` holds them (a run's saved
+    ``tokenizer.json``); without them they come from the pretrained encoder (transformers)."""
+
+    def __init__(self, config: TokenizerConfig | None = None, pieces=None, **kw):
         self.config = config or TokenizerConfig(**kw)
-        self._pieces = None           # the encoder's tokenizer (subword), looked up once, not per text
+        self._pieces = pieces         # looked up once, not per text
+
+    @property
+    def pieces(self):
+        if self._pieces is None:
+            from ..pretrained import word_pieces
+            self._pieces = word_pieces(self.config.pretrained)
+        return self._pieces
 
     def __call__(self, text: str) -> list[str]:
         c = self.config
         text = _HTML_BREAK.sub(" ", text)
         if c.level == "subword":                 # the encoder's own normalisation (lower-casing, accents)
-            if self._pieces is None:
-                from ..pretrained import tokenizer
-                self._pieces = tokenizer(c.pretrained)
-            return self._pieces.tokenize(text)
+            unk = getattr(self.pieces.model, "unk_token", None)
+            if unk and UNK in text:              # a masked word is the encoder's unknown piece, not "<", "un", ...
+                text = text.replace(UNK, f" {unk} ")
+            return self.pieces.encode(text, add_special_tokens=False).tokens
         if c.lower:
             text = text.lower()
         if c.level == "char":
@@ -71,8 +81,8 @@ class Tokenizer:
         """The vocabulary of a run: the pretrained encoder's word pieces for a subword tokenizer
         (their ids are the encoder's, shifted by <pad> and <unk>), else the training tokens."""
         if self.config.level == "subword":
-            from ..pretrained import vocabulary
-            return Vocab(vocabulary(self.config.pretrained), shift=True)
+            vocab = self.pieces.get_vocab()
+            return Vocab(sorted(vocab, key=vocab.__getitem__), shift=True)
         return Vocab.build(token_lists, min_freq, max_size)
 
 

@@ -5,6 +5,7 @@ read here and nowhere else:
     vocab.json         input kind, tokenizer, tokens, tag tokens, size of the pretrained vectors
     labels.json        class names, multi-label or not, the decision threshold
     model.safetensors  the weights
+    tokenizer.json     a subword run's word pieces (the encoder's tokenizer, as tokenizers saves it)
 
 Loading checks every file before it is used, so a damaged run directory is one error naming
 the file and the problem, never a traceback from deep inside a library. Metrics, logs and
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from ..data.errors import DataError
+from ..data.errors import DataError, MissingResource
 from ..data.examples import KINDS
 from ..data.text import LabelMap, Tokenizer, TokenizerConfig, Vocab
 from ..registry import create_model, get_entry
@@ -27,6 +28,7 @@ from . import options
 from .files import load_weights, read_json, write_atomic
 
 FILES = ("config.json", "vocab.json", "labels.json", "model.safetensors")
+PIECES = "tokenizer.json"       # a subword run's word pieces (the tokenizers library's file)
 
 
 def make_tokenizer(cfg: dict) -> Tokenizer:
@@ -74,6 +76,8 @@ class RunSpec:
                                           "tags": self.tag_vocab.itos if self.tag_vocab else None,
                                           "embedding_dim": self.embedding_dim})
         write_atomic(run / "labels.json", self.labels.to_dict())
+        if self.tokenizer.config.level == "subword":      # the run reads text again without the encoder's package
+            self.tokenizer.pieces.save(str(run / PIECES))
 
     # ------------------------------------------------------------------ read
     @classmethod
@@ -90,7 +94,7 @@ class RunSpec:
         if kind not in get_entry(config["model"]).inputs:
             raise DataError(run / "vocab.json", None, f"model {config['model']} does not read {kind!r} input")
         try:
-            tokenizer = Tokenizer(TokenizerConfig(**voc["tokenizer"]))
+            tokenizer = Tokenizer(TokenizerConfig(**voc["tokenizer"]), pieces=_saved_pieces(run))
         except (TypeError, ValueError) as e:
             raise DataError(run / "vocab.json", None, f"a tokenizer this version cannot build ({e})") from None
         return cls(config, kind, tokenizer, Vocab(voc["tokens"]), Vocab(voc["tags"]) if voc.get("tags") else None,
@@ -106,6 +110,21 @@ class RunSpec:
 
 def write_config(run_dir, cfg: dict) -> None:
     write_atomic(Path(run_dir) / "config.json", options.nested(cfg))
+
+
+def _saved_pieces(run: Path):
+    """The word pieces a subword run saved, or None (other runs; a subword run written before runs
+    saved them reads the pretrained encoder's)."""
+    if not (run / PIECES).is_file():
+        return None
+    from ..pretrained import saved_word_pieces
+    try:
+        return saved_word_pieces(run / PIECES)
+    except MissingResource:
+        raise
+    except Exception as e:              # tokenizers raises a bare Exception on a damaged file
+        raise DataError(run / PIECES, None, f"not a tokenizer this version can read ({e}): the run directory "
+                                            "is damaged") from None
 
 
 def _checked_vocab(path, voc) -> dict:
