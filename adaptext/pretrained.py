@@ -69,17 +69,12 @@ def encoder(name: str, with_weights: bool = True):
     return transformers.AutoModel.from_pretrained(resolve(name))
 
 
-def vocabulary(name: str) -> list[str]:
-    """The tokenizer's word pieces in id order."""
-    vocab = tokenizer(name).get_vocab()
-    return sorted(vocab, key=vocab.__getitem__)
-
-
 def word_pieces(name: str):
     """The encoder's tokenizer as the ``tokenizers`` library holds it (normalisation, splitting,
     pieces): what a run saves, so that it reads text again without transformers."""
+    saved = tokenizer(name).backend_tokenizer.to_str()      # transformers says what to install, if missing
     import tokenizers
-    return _unpadded(tokenizers.Tokenizer.from_str(tokenizer(name).backend_tokenizer.to_str()))
+    return _unpadded(tokenizers.Tokenizer.from_str(saved))
 
 
 def saved_word_pieces(path):

@@ -189,8 +189,8 @@ def _size(entry: ModelEntry, options: dict) -> int | None:
     vocab_size = 1000
     try:
         if entry.tokenizer == "subword":           # the encoder's own vocabulary, after <pad> and <unk>
-            from .pretrained import vocabulary
-            vocab_size = len(vocabulary(entry.defaults["pretrained"])) + 2
+            from .pretrained import tokenizer
+            vocab_size = len(tokenizer(entry.defaults["pretrained"]).get_vocab()) + 2
         with torch.device("meta"):                 # counts without allocating 200M-parameter models
             m = create_model(entry.name, num_classes=2, vocab_size=vocab_size, kind=entry.inputs[0],
                              tag_vocab_size=50, **options)

@@ -63,8 +63,8 @@ class Tokenizer:
         c = self.config
         text = _HTML_BREAK.sub(" ", text)
         if c.level == "subword":                 # the encoder's own normalisation (lower-casing, accents)
-            unk = getattr(self.pieces.model, "unk_token", None)
-            if unk and UNK in text:              # a masked word is the encoder's unknown piece, not "<", "un", ...
+            unk = getattr(self.pieces.model, "unk_token", None) if UNK in text else None
+            if unk:                              # a masked word is the encoder's unknown piece, not "<", "un", ...
                 text = text.replace(UNK, f" {unk} ")
             return self.pieces.encode(text, add_special_tokens=False).tokens
         if c.lower:
