@@ -37,14 +37,16 @@ import tree_table  # noqa: E402
 KIM = {"embeddings": str(common.GLOVE), "embedding_mode": "non-static"}
 TREE_DATA = {"sst2": "sst2-trees", "trec": "trec"}      # tree models train on trees, TREC parsed
 # distilled students: (distill_table's student name, label, the table holding its SST-2 rows, its TREC
-# rows); the convolutional students' TREC rows are distill_trec_mask's, distilled with the teacher
-# reading its own mask token, as every recurrent student was
+# rows); the convolutional students' TREC rows are distill_trec_mask's,
+# distilled with the teacher reading its own mask token, as every recurrent student was; the recurrent
+# students' TREC rows are distill_a40's, over 40 augmented copies of each question
 DISTILLED = (("kim_cnn", "kim_cnn distilled", "distill_table", "distill_trec_mask"),
              ("ac_cnn", "ac_cnn distilled", "distill_students", "distill_trec_mask"),
              ("ac_cnn-attention", "ac_cnn (attention-only) distilled", "distill_students", "distill_trec_mask"),
              ("attconv", "attconv (light) distilled", "distill_students_seed1", "distill_trec_mask"),
-             ("bilstm", "BiLSTM (1 layer) distilled", "distill_recurrent", "distill_recurrent"),
-             ("biqrnn", "QRNN (1 layer, bidirectional) distilled", "distill_recurrent", "distill_recurrent"))
+             ("bilstm", "BiLSTM (1 layer) distilled", "distill_recurrent", "distill_a40"),
+             ("biqrnn", "QRNN (1 layer, bidirectional) distilled", "distill_recurrent", "distill_a40"),
+             ("bilstm-64", "BiLSTM (1 layer, 64 units) distilled", "distill_sst2_a40", "distill_a40"))
 
 
 def distilled_note() -> str:
@@ -56,7 +58,9 @@ def distilled_note() -> str:
         return "; ".join(f"{t} ({', '.join(s)})" for t, s in tables.items())
     return (f"Distilled students: SST-2 from {sources(2)}; TREC from {sources(3)}. The convolutional and "
             f"attentive students' SST-2 rows were distilled before the masking fix (the teacher reading its own "
-            f"[MASK]), the others after it; the recurrent students' SST-2 rows are one seed.")
+            f"[MASK]), the others after it; the recurrent students' SST-2 rows are one seed (the 64-unit "
+            f"BiLSTM's over 40 augmented copies of each sentence, the others over 10); their TREC rows over 40 "
+            f"copies of each question (the other students': 10).")
 
 
 def cell(module, model: str, label: str) -> dict:
