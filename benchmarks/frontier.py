@@ -37,9 +37,9 @@ import tree_table  # noqa: E402
 KIM = {"embeddings": str(common.GLOVE), "embedding_mode": "non-static"}
 TREE_DATA = {"sst2": "sst2-trees", "trec": "trec"}      # tree models train on trees, TREC parsed
 # distilled students: (distill_table's student name, label, the table holding its SST-2 rows, its TREC
-# rows); the convolutional students' TREC rows are distill_trec_mask's,
-# distilled with the teacher reading its own mask token, as every recurrent student was; the recurrent
-# students' TREC rows are distill_a40's, over 40 augmented copies of each question
+# rows); the convolutional students' TREC rows are distill_trec_mask's, distilled with the teacher
+# reading its own mask token, as every recurrent student was; the recurrent students' TREC rows are
+# distill_a40's, over 40 augmented copies of each question
 DISTILLED = (("kim_cnn", "kim_cnn distilled", "distill_table", "distill_trec_mask"),
              ("ac_cnn", "ac_cnn distilled", "distill_students", "distill_trec_mask"),
              ("ac_cnn-attention", "ac_cnn (attention-only) distilled", "distill_students", "distill_trec_mask"),
