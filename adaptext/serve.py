@@ -18,6 +18,7 @@ request only; GET /health answers 503 once the model process has gone.
 """
 
 import asyncio
+import concurrent.futures
 import itertools
 import json
 import multiprocessing
@@ -108,11 +109,8 @@ class DynamicBatcher:
         while True:
             waiting = take_batch(self.queue.get(), self._queued, self.max_batch, self.max_wait)
             self.calls, self.inputs = self.calls + 1, self.inputs + sum(len(e) for e, _ in waiting)
-            for (future, loop), answer in answer_batch(self.predict, waiting):
-                try:
-                    loop.call_soon_threadsafe(settle, future, answer)
-                except RuntimeError:             # its event loop has closed: the client is gone
-                    pass
+            for entry, answer in answer_batch(self.predict, waiting):
+                _hand_over(entry, answer)
 
     def _queued(self):
         try:
@@ -132,7 +130,12 @@ class ProcessBatcher:
     """``DynamicBatcher`` with the model in a process of its own: this process reads HTTP and
     checks inputs while the model process, whenever it is free, takes every request queued so
     far as its next batch. Python's lock serialises a thread's Python with the event loop's; two
-    processes do not, which is what makes the service answer at batch speed on a CPU."""
+    processes do not, which is what makes the service answer at batch speed on a CPU.
+
+    Answers are read by a thread of their own with blocking reads: an answer can be far larger
+    than a pipe's buffer (1,000 inputs with their probabilities), and a reader woken by the event
+    loop would have to read it in pieces. Each answer is handed to the loop of the request that
+    asked for it."""
 
     def __init__(self, run_dir, device: str = "cpu", threads: int = 1, max_batch: int = MAX_BATCH,
                  max_wait: float = MAX_WAIT):
@@ -145,9 +148,13 @@ class ProcessBatcher:
         child_requests.close()                   # so that each side sees the end of the other
         child_answers.close()
         self._ready()
-        self.pending: dict = {}
-        self.ids, self.loop, self.failure = itertools.count(), None, None
+        self.pending: dict = {}                  # request id -> (future, its loop)
+        self.lock = threading.Lock()             # pending and failure: the event loop and the reader
+        self.ids, self.failure = itertools.count(), None
         self.calls = self.inputs = 0
+        self.sender = concurrent.futures.ThreadPoolExecutor(1, "adaptext-requests")   # one writer at a time
+        self.reader = threading.Thread(target=self._read, name="adaptext-answers", daemon=True)
+        self.reader.start()
 
     def _ready(self) -> None:
         try:
@@ -160,49 +167,59 @@ class ProcessBatcher:
 
     async def submit(self, examples: list) -> list:
         loop = asyncio.get_running_loop()
-        if loop is not self.loop:                # started with the loop that serves (a test client's may change)
-            if self.loop is not None and not self.loop.is_closed():
-                self.loop.remove_reader(self.answers.fileno())
-            self.loop = loop
-            loop.add_reader(self.answers.fileno(), self._read)
-        if self.failure:
-            raise ModelUnavailable(self.failure)
-        rid = next(self.ids)
-        future = self.pending[rid] = loop.create_future()
-        try:
-            self.requests.send((examples, rid))
+        rid, future = next(self.ids), loop.create_future()
+        with self.lock:
+            if self.failure:
+                raise ModelUnavailable(self.failure)
+            self.pending[rid] = (future, loop)
+        try:     # in a thread of its own: a large request fills the pipe while the model reads
+            await loop.run_in_executor(self.sender, self.requests.send, (examples, rid))
         except OSError:
             self._stopped()
         return await future
 
     def _read(self) -> None:
-        try:
-            answers = self.answers.recv()
-        except EOFError:
-            self._stopped()
-            return
-        self.calls, self.inputs = self.calls + 1, self.inputs + answers[0]
-        for rid, answer in answers[1]:
-            settle(self.pending.pop(rid, None), answer)
+        while True:
+            try:
+                inputs, answers = self.answers.recv()
+            except (EOFError, OSError):
+                self._stopped()
+                return
+            self.calls, self.inputs = self.calls + 1, self.inputs + inputs
+            with self.lock:
+                waiting = [(self.pending.pop(rid, None), answer) for rid, answer in answers]
+            for entry, answer in waiting:
+                if entry is not None:
+                    _hand_over(entry, answer)
 
     def _stopped(self) -> None:
         """The model process has gone (killed, out of memory): every waiting request and every
         later one is answered with that, and /health says it."""
         self.process.join(1)
-        self.failure = f"the model process stopped (exit code {self.process.exitcode})"
-        self.loop.remove_reader(self.answers.fileno())
-        for future in self.pending.values():
-            settle(future, ModelUnavailable(self.failure))
-        self.pending.clear()
+        with self.lock:
+            self.failure = f"the model process stopped (exit code {self.process.exitcode})"
+            waiting, self.pending = list(self.pending.values()), {}
+        for entry in waiting:
+            _hand_over(entry, ModelUnavailable(self.failure))
 
     def healthy(self) -> str | None:
         return self.failure
 
     def close(self) -> None:
+        self.sender.shutdown(wait=True)
         self.requests.close()                    # the model process reads the end and leaves
         self.process.join(5)
         if self.process.is_alive():
             self.process.kill()
+
+
+def _hand_over(entry, answer) -> None:
+    """Settles a request's future on its own event loop, from another thread."""
+    future, loop = entry
+    try:
+        loop.call_soon_threadsafe(settle, future, answer)
+    except RuntimeError:                         # its event loop has closed: the client is gone
+        pass
 
 
 def _model_process(requests, answers, run_dir: str, device: str, threads: int, max_batch: int, max_wait: float):

@@ -4,8 +4,11 @@ requests/s, texts/s, p50 / p99 latency, the status codes and each process's CPU 
 beside the same run's offline `predict` throughput (batches of 64, measured first, before the server starts).
 
     python benchmarks/serve_load.py RUN_DIR --clients 8 --requests 4000 --texts 4 --time-limit 60 [-- SERVE OPTIONS]
+    python benchmarks/serve_load.py RUN_DIR --cases 16x50,4x1000 --requests 200   # writes results/serve_cases.json
 
-Used by benchmarks/scale.py; on its own it prints the rows as JSON."""
+Used by benchmarks/scale.py; on its own it prints the rows as JSON. ``--cases CxT,...`` loads the
+server with C clients of T texts a request for each case in turn (large requests and many clients:
+every response should be a 200) and writes the rows as a result file."""
 from __future__ import annotations
 
 import argparse
@@ -114,8 +117,9 @@ async def _client(port: int, bodies: list[bytes], budget: dict, out: list) -> No
 
 async def _load(port: int, clients: int, requests: int, texts_per_request: int, time_limit: float,
                 texts: list[str]) -> tuple[list, float]:
-    bodies = [json.dumps({"inputs": texts[i:i + texts_per_request]}).encode()
-              for i in range(0, len(texts) - texts_per_request, texts_per_request)]
+    cycled = texts * (texts_per_request // len(texts) + 2)    # a request may hold more texts than the file
+    starts = [(k * texts_per_request) % len(texts) for k in range(max(len(texts) // texts_per_request, clients))]
+    bodies = [json.dumps({"inputs": cycled[i:i + texts_per_request]}).encode() for i in starts]
     budget = {"left": requests, "until": time.perf_counter() + time_limit}
     out: list = []
     started = time.perf_counter()
@@ -154,6 +158,23 @@ def measure(run_dir, clients: int = 8, requests: int = 4000, texts_per_request: 
             "ratio_to_offline": round(n * texts_per_request / seconds / offline, 3)}
 
 
+def cases(run_dir, specs: str, requests: int, time_limit: float, options: tuple, out=None) -> None:
+    """One server load per ``CxT`` case of ``specs``, written as benchmarks/results/serve_cases."""
+    from common import write
+    rows = []
+    for spec in specs.split(","):
+        clients, texts = (int(v) for v in spec.lower().split("x"))
+        m = measure(run_dir, clients, requests, texts, time_limit, warmup=clients, options=options)
+        print(json.dumps(m), file=sys.stderr)
+        rows.append({"model": "serve", "variant": f"{clients} clients x {texts} texts", "dataset": "trec-demo test",
+                     "metric": "texts_per_s", "mean": m["texts_per_s"], "n": m["requests"],
+                     "baseline": "offline predict", "ratio": m["ratio_to_offline"],
+                     "statuses": m["statuses"], "p50_ms": m["p50_ms"], "p99_ms": m["p99_ms"]})
+    ok = all(set(r["statuses"]) == {"200"} for r in rows)
+    write("serve_cases", rows, out=out, notes=f"run {Path(run_dir).name}; every response 200: {ok}. "
+          "Each case: its own server start, a warm-up of one request a client, then the load.")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dir")
@@ -161,8 +182,13 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=4000)
     ap.add_argument("--texts", type=int, default=4, help="texts per request")
     ap.add_argument("--time-limit", type=float, default=60.0, help="seconds, at most")
+    ap.add_argument("--cases", help="CxT,...: C clients of T texts a request, each case in turn; writes a result file")
+    ap.add_argument("--out", help="the result file of --cases (default benchmarks/results/serve_cases.json)")
     a, options = ap.parse_known_args()          # the rest (after --): options of adaptext serve
     options = tuple(o for o in options if o != "--")
+    if a.cases:
+        cases(a.run_dir, a.cases, a.requests, a.time_limit, options, a.out)
+        return
     print(json.dumps(measure(a.run_dir, a.clients, a.requests, a.texts, a.time_limit, options=options), indent=1))
 
 

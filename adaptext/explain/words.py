@@ -16,6 +16,7 @@ gathering the model does with its ids, and no model needs code of its own for th
 from __future__ import annotations
 
 import dataclasses
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -78,24 +79,34 @@ def _coded(batch, fields: list[Field], first: int):
     return new
 
 
+# The replaced lookup is the model's own module, shared by every thread of the process (the
+# service explains in a thread pool): one explanation at a time replaces it. Predictions read
+# by other threads meanwhile are unchanged, since their ids all fall below the replaced rows.
+_REPLACING = threading.Lock()
+
+
 @contextmanager
 def _looked_up(module: torch.nn.Module, rows: int, vectors: dict):
     """While inside, ``module`` answers an id ``rows + p`` with ``vectors["now"][p]`` (the other
-    ids as before), and records in ``vectors["seen"]`` what it would have answered for the
-    batch's own ids."""
-    plain = module.forward
+    ids as before)."""
+    with _REPLACING:
+        plain = module.forward
+        module.forward = _lookup_with(plain, rows, vectors)
+        try:
+            yield
+        finally:
+            del module.forward
 
+
+def _lookup_with(plain, rows: int, vectors: dict):
+    """``plain``'s lookup, with ids from ``rows`` on answered by rows of ``vectors["now"]``."""
     def forward(ids):
         real = ids >= rows
         out = plain(ids.masked_fill(real, 0))
         table = vectors["now"]
         picked = table[(ids - rows).clamp(0, table.shape[0] - 1)]
         return torch.where(real[..., None], picked.to(out.dtype), out)
-    module.forward = forward
-    try:
-        yield
-    finally:
-        del module.forward
+    return forward
 
 
 def word_vectors_of(model, batch, fields) -> torch.Tensor:
