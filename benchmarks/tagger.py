@@ -6,7 +6,6 @@ was learned from wsj_0001-0179).
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -15,7 +14,6 @@ import common  # noqa: E402
 
 
 def main():
-    os.environ.setdefault("NLTK_DATA", str(common.DATA / "nltk_data"))
     from adaptext.data.tags import evaluate_on_treebank
     r = evaluate_on_treebank(common.DATA / "ptb_sample" / "treebank.zip")
     rows = [

@@ -16,7 +16,6 @@ parameters. Speed rows carry ``baseline`` (the recursive row) and ``ratio``.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -97,7 +96,6 @@ def main(argv=None):
     if args.quick and args.out == ap.get_default("out"):
         raise SystemExit("--quick is a check, not a measurement: pass --out, e.g. --out /tmp/check.json")
     torch.set_num_threads(2)
-    os.environ.setdefault("NLTK_DATA", str(Path(args.data_dir) / "nltk_data"))
     if args.quick:
         args.sentences, args.recursive_sentences, args.repeats = 100, 50, 1
 

@@ -20,7 +20,6 @@ from adaptext.data.trees import tree_from_brackets
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("ADAPTEXT_DATA") or ROOT / ".." / "shared" / "data").resolve()   # a GPU machine: a copied slice
 os.environ.setdefault("ADAPTEXT_DATA", str(DATA))
-os.environ.setdefault("NLTK_DATA", str(DATA / "nltk_data"))
 # token stores and derived vectors of the suite's runs go to a folder of its own, not the user's cache
 os.environ["ADAPTEXT_CACHE"] = tempfile.mkdtemp(prefix="adaptext-test-cache-")
 torch.set_num_threads(min(2, os.cpu_count() or 1))

@@ -5,8 +5,8 @@ as NP, VP, ADJP, PP inside) to the hypernetwork of TG-HRecNN / TG-HTreeLSTM. Dat
 like SST and SICK come with trees but without tags, so:
 
 - leaves get POS tags from a tagger behind a small interface, ``get_tagger("nltk")``
-  (NLTK's averaged perceptron tagger, the one ``nltk.pos_tag`` uses; its data is found
-  through ``NLTK_DATA`` / NLTK's downloader) or ``get_tagger("spacy")`` (when installed);
+  (NLTK's averaged perceptron tagger, the one ``nltk.pos_tag`` uses, its data shipped in
+  ``adaptext/resources/pos_tagger``) or ``get_tagger("spacy")`` (when installed);
 - inner nodes get phrase tags from a ``PhraseLabeller`` learned from the binarised Penn
   Treebank sample: the most frequent parent tag of each (left, right) children tag pair,
   backed off to the most frequent parent of the right child alone, then of the left child
@@ -19,6 +19,7 @@ counts learned from the sample, not the sample; ``build_phrase_labeller`` rebuil
 """
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
@@ -32,6 +33,7 @@ from .examples import TreeExample, TreePairExample
 from .trees import Tree
 
 RESOURCE = Path(__file__).resolve().parent.parent / "resources" / "phrase_labeller.json"
+TAGGER_DATA = RESOURCE.parent / "pos_tagger"
 TRAIN_FILES = range(1, 180)      # wsj_0001 .. wsj_0179: the shipped labeller's training part
 HELDOUT_FILES = range(180, 200)  # wsj_0180 .. wsj_0199: held out for the accuracies we report
 
@@ -40,26 +42,31 @@ HELDOUT_FILES = range(180, 200)  # wsj_0180 .. wsj_0199: held out for the accura
 class NltkTagger:
     """tokens -> Penn Treebank POS tags with NLTK's averaged perceptron tagger.
 
-    The same model and output as ``nltk.pos_tag(tokens)``, loaded once (``pos_tag``
-    reloads its JSON weights on every call)."""
+    The same model and output as ``nltk.pos_tag(tokens)``, read from the copy of its data this
+    package ships (``resources/pos_tagger``), so no download is needed, and loaded once
+    (``pos_tag`` reloads its JSON weights on every call)."""
 
     name = "nltk"
 
-    def __init__(self):
+    def __init__(self, folder: Path = TAGGER_DATA):
         try:
             from nltk.tag.perceptron import PerceptronTagger
-        except ImportError as e:  # pragma: no cover - nltk is a declared dependency of trees
-            raise MissingResource("the NLTK tagger needs nltk: pip install 'adaptext[trees]'") from e
-        try:
-            self._tagger = PerceptronTagger()
-        except LookupError as e:
-            raise MissingResource(
-                "NLTK's averaged perceptron tagger data was not found: run "
-                "`python -m nltk.downloader averaged_perceptron_tagger_eng` or point NLTK_DATA at a folder "
-                f"holding taggers/averaged_perceptron_tagger_eng (NLTK_DATA={os.environ.get('NLTK_DATA')!r})") from e
+        except ImportError as e:  # pragma: no cover - nltk is a dependency
+            raise MissingResource("the NLTK tagger needs nltk: pip install nltk") from e
+        self._tagger = PerceptronTagger(load=False)
+        self._tagger.decode_json_params(_read_json_gz(folder / f"averaged_perceptron_tagger_eng.{part}.json.gz")
+                                        for part in ("weights", "tagdict", "classes"))
 
     def __call__(self, tokens: list[str]) -> list[str]:
         return [t for _, t in self._tagger.tag(list(tokens))]
+
+
+def _read_json_gz(path: Path):
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise MissingResource(f"{path}: the packaged POS tagger cannot be read ({e}); reinstall adaptext") from e
 
 
 class SpacyTagger:

@@ -1,6 +1,6 @@
 """Train the shipped bracketer on the SST training trees (Stanford-parser parses, binarised),
 selecting the epoch by bracketing F1 on the SST dev trees. The shipped model is made in three
-steps (``NLTK_DATA=../shared/data/nltk_data``): three bracketers on the SST trees alone, their
+steps: three bracketers on the SST trees alone, their
 ensemble's trees of 60,000 IMDB sentences, and one bracketer on the gold trees plus twice as many
 of those silver trees each epoch:
 
