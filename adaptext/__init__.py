@@ -11,4 +11,21 @@ def load(run_dir, device: str = "cpu"):
     return Classifier.load(run_dir, device=device)
 
 
-__all__ = ["load", "create_model", "list_models", "register_model", "__version__"]
+def fit(train, dev=None, test=None, **options):
+    """Train a model on examples in memory, as scikit-learn's ``fit`` does, and return it loaded:
+    ``clf = adaptext.fit([("a fine film", "pos"), ...], model="kim_cnn", epochs=5, out="runs/x")``.
+
+    ``train`` / ``dev`` / ``test``: examples (``adaptext.data.examples``) or ``(text, label)`` /
+    ``(text, pair, label)`` tuples; without ``dev``, a stratified 10% of ``train`` is held out.
+    ``options``: any ``adaptext train`` option by its name (``lr``, ``batch_size``, the model's
+    own; no progress bar unless ``progress=True``). The run directory is written as ``adaptext train`` writes it; ``clf.metrics`` holds
+    its dev (and test) metrics."""
+    from .training.run import fit_examples
+    options.setdefault("progress", False)
+    out, metrics = fit_examples(train, dev, test, log=lambda *_: None, **options)
+    clf = load(out)
+    clf.metrics = metrics
+    return clf
+
+
+__all__ = ["load", "fit", "create_model", "list_models", "register_model", "__version__"]

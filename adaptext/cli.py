@@ -75,10 +75,12 @@ def cmd_train(argv) -> int:
 def cmd_distill(argv) -> int:
     """train a fast student on a trained teacher run's logits (Tang et al. 2019)"""
     if not argv or argv[0].startswith("-"):
-        print("usage: adaptext distill TEACHER_RUN --model STUDENT [train options] --out RUN\n\n"
-              "The student reads the teacher's data unless --data says otherwise; see adaptext train --help.")
+        print("usage: adaptext distill TEACHER_RUN [TEACHER_RUN ...] --model STUDENT [train options] --out RUN\n\n"
+              "Several teachers are an ensemble: the student learns the mean of their logits. The student reads\n"
+              "the first teacher's data unless --data says otherwise; see adaptext train --help.")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
-    teacher, rest = argv[0], argv[1:]
+    split = next((k for k, a in enumerate(argv) if a.startswith("-")), len(argv))
+    teacher, rest = argv[:split], argv[split:]
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--model")
     known, _ = pre.parse_known_args(rest)

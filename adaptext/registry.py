@@ -99,7 +99,7 @@ def register_model(name: str, *, config: type, inputs=("text",), tokenizer: str 
             raise ValueError(f"unknown input kind {k!r}")
     if not issubclass(config, Options) and any("choices" in f.metadata for f in dataclasses.fields(config)):
         raise TypeError(f"{config.__name__} has choice fields, so it must derive from Options (which checks them)")
-    from .runs.options import OPTIONS
+    from .runs.contract import OPTIONS
     shadowed = sorted({f.name for f in dataclasses.fields(config)} & (set(OPTIONS) | {"model"}))
     if shadowed:
         raise TypeError(f"{config.__name__} field(s) {', '.join(shadowed)} would shadow run options of that name")

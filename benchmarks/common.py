@@ -147,7 +147,7 @@ def train_cell(opts: dict, keep: Path | None = None) -> dict:
     import contextlib
     import tempfile
     from adaptext.runs.files import read_json
-    from adaptext.runs.options import RESUME_MAY_CHANGE
+    from adaptext.runs.contract import RESUME_MAY_CHANGE
     from adaptext.training.run import train_run
     opts = {"progress": False, "data_dir": str(DATA), **opts}
     if keep and (keep / "metrics.json").exists():

@@ -29,7 +29,7 @@ def derive(data: str, max_vocab: int, pca_dim: int, encoder: str, model: str = "
     from adaptext.runs.spec import make_tokenizer
     from adaptext.runs.options import resolve
     from adaptext.runs.splits import load_data
-    from adaptext.training.run import pretrained_vectors, token_lists
+    from adaptext.training.prepare import pretrained_vectors, token_lists
     cfg = resolve({"model": model, "data": data, "test": test, "data_dir": str(common.DATA), "max_vocab": max_vocab,
                    "embeddings": f"transformer:{encoder}" if encoder else "transformer", "pca_dim": pca_dim})
     train = load_data(cfg, log=lambda *_: None).train

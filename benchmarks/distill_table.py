@@ -61,6 +61,9 @@ def args():
     ap.add_argument("--imdb", type=int, default=0, metavar="N",
                     help="on SST, also distil each student with N sentences drawn from the IMDB training reviews "
                          "added to the transfer set as unlabelled texts (in-domain words the training texts lack)")
+    ap.add_argument("--teacher-data", default=None, metavar="NAME",
+                    help="the named dataset the teachers train on, with the same dev and test sentences (e.g. "
+                         "sst2-phrases: every labelled phrase of the training trees); default the dataset's own")
     ap.add_argument("--keep", default=str(Path.home() / ".cache" / "adaptext" / "runs" / "distill"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--accelerator", default="auto", help="where teachers and students train (throughput is "
@@ -129,7 +132,8 @@ def dataset_rows(a, dataset: str) -> list[dict]:
     accs, speed = {}, {}
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     for seed in seeds:
-        m, teacher = cell(keep, f"transformer-{dataset}-seed{seed}", {**TEACHER, **base, "seed": seed})
+        m, teacher = cell(keep, f"transformer-{a.teacher_data or dataset}-seed{seed}",
+                          {**TEACHER, **base, "data": a.teacher_data or base["data"], "seed": seed})
         accs.setdefault(("transformer", "teacher"), []).append(m["test"]["accuracy"])
         if seed == 1:
             speed[("transformer", "teacher")] = throughput(teacher, texts)
@@ -140,6 +144,7 @@ def dataset_rows(a, dataset: str) -> list[dict]:
             m, run = cell(keep, f"{student}-{dataset}-seed{seed}", opts)
             accs.setdefault((model, "undistilled" + label), []).append(m["test"]["accuracy"])
             dist = {**opts, "teacher": str(teacher), "augment": a.augment, "alpha": 0.0}
+            slug_teacher = f"-t{a.teacher_data}" if a.teacher_data else ""
             variants = [("distilled", "distilled", dist)]             # (row label, run-name slug, options)
             if a.vectors:
                 variants.append(("distilled, transformer vectors", "distilled-vectors",
@@ -151,7 +156,7 @@ def dataset_rows(a, dataset: str) -> list[dict]:
                 variants.append((f"distilled, + {a.imdb:,} IMDB sentences", f"distilled-imdb{a.imdb}",
                                  {**dist, "unlabeled": str(imdb_sentences(keep, a.imdb))}))
             for variant, slug, o in variants:
-                m, run = cell(keep, f"{student}-{slug}-a{a.augment}-{dataset}-seed{seed}", o)
+                m, run = cell(keep, f"{student}-{slug}{slug_teacher}-a{a.augment}-{dataset}-seed{seed}", o)
                 accs.setdefault((model, variant + label), []).append(m["test"]["accuracy"])
                 if seed == 1:
                     speed[(model, variant + label)] = throughput(run, texts)
@@ -175,7 +180,8 @@ def main() -> None:
     partial = a.seed or a.seeds < 3 or a.datasets != "sst2,trec" or a.students != ",".join(STUDENTS)
     common.require_out(a, partial)
     rows = [r for d in a.datasets.split(",") for r in dataset_rows(a, d)]
-    notes = (f"Teacher: transformer (all-MiniLM-L6-v2) fine-tuned {TEACHER['epochs']} epochs, lr {TEACHER['lr']}. "
+    notes = (f"Teacher: transformer (all-MiniLM-L6-v2) fine-tuned {TEACHER['epochs']} epochs, lr {TEACHER['lr']}"
+             f"{f', on {a.teacher_data}' if a.teacher_data else ''}. "
              f"Students: their own training defaults, {a.student_epochs} epochs at most, undistilled, and distilled "
              f"with alpha 0 (the teacher's logits only, MSE) on the training texts plus {a.augment} augmented "
              f"copies of each ('transformer vectors': also given word vectors averaged from the teacher's "

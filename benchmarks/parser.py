@@ -168,12 +168,9 @@ def sentence_examples(split: str, trees: str, names: dict) -> list:
 
 def fit(options: dict, train, dev, test) -> dict:
     """A run trained on examples in memory (the benchmark's own splits), in a temporary folder."""
-    from adaptext.runs.options import resolve
-    from adaptext.training.run import fit_one, make_run_dir
+    from adaptext.training.run import fit_examples
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = resolve({"progress": False, **options, "out": tmp})
-        make_run_dir(Path(tmp))
-        return fit_one(cfg, train, dev, test, Path(tmp), "tree", False, log=lambda *_: None)
+        return fit_examples(train, dev, test, log=lambda *_: None, **{"progress": False, **options, "out": tmp})[1]
 
 
 def main():

@@ -73,7 +73,7 @@ def real_examples(kind: str, n: int = 8):
     if kind == "tree":
         return T.read_sst_trees(DATA / "sst_ptb/dev.txt")[:n]
     if kind == "tree_pair":
-        return T.read_sick_trees(DATA / "sick/parsed/dev", DATA / "sick/SICK_trial.txt")[:n]
+        return T.read_sick_trees(DATA / "sick/parsed/dev", R.read_sick(DATA / "sick/SICK_trial.txt"), DATA / "sick/SICK_trial.txt")[:n]
     raise ValueError(kind)
 
 

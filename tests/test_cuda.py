@@ -106,13 +106,13 @@ def test_row_lazy_optimisers_on_cuda(ours, ref, kw):
 @needs_data
 def test_run_trained_on_gpu_predicts_the_same_on_cpu(tmp_path, monkeypatch):
     import adaptext
-    from adaptext.training import run
-    evaluated_on, evaluate = [], run.evaluate
+    from adaptext.training import fit, run
+    evaluated_on, evaluate = [], fit.evaluate
 
     def evaluate_and_note(model, p):
         evaluated_on.append(next(model.parameters()).device.type)
         return evaluate(model, p)
-    monkeypatch.setattr(run, "evaluate", evaluate_and_note)
+    monkeypatch.setattr(fit, "evaluate", evaluate_and_note)
     out = tmp_path / "gpu-run"
     m = run.train_run({"out": str(out), "epochs": 2, "seed": 3, "filters": 16, "embed_dim": 32, "progress": False,
                        "accelerator": "gpu"})

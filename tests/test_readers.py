@@ -14,9 +14,9 @@ from adaptext.data.trees import tree_from_brackets
 
 from conftest import DATA, needs_data
 
-pytestmark = needs_data
 
 
+@needs_data
 def test_kim_files_keep_cp1252_lines_whole():
     mr = R.read_kim(DATA / "mr/rt-polarity.all")
     assert len(mr) == 10662                          # not split at U+0085
@@ -26,6 +26,7 @@ def test_kim_files_keep_cp1252_lines_whole():
     assert len(R.read_kim(DATA / "subj/subj.all")) == 10000
 
 
+@needs_data
 def test_trec_raw_gives_coarse_and_fine_labels():
     coarse = R.read_trec_raw(DATA / "trec/raw/TREC.train")
     fine = R.read_trec_raw(DATA / "trec/raw/TREC.train", fine=True)
@@ -35,6 +36,7 @@ def test_trec_raw_gives_coarse_and_fine_labels():
     assert len({e.label for e in coarse}) == 6 and len({e.label for e in fine}) == 50
 
 
+@needs_data
 def test_zhang_csv_ag_news():
     ag = R.read_zhang_csv(DATA / "ag_news/test.csv")
     assert len(ag) == 7600
@@ -51,6 +53,7 @@ def test_zhang_csv_gzip_quotes_and_escapes(tmp_path):
     assert ex[0].text == 'Title "quoted" first\nsecond' and ex[0].label == "1"
 
 
+@needs_data
 def test_sick_pairs_hypothesis_is_the_text():
     sick = R.read_sick(DATA / "sick/SICK_train.txt")
     assert len(sick) == 4500 and isinstance(sick[0], PairExample)
@@ -61,6 +64,7 @@ def test_sick_pairs_hypothesis_is_the_text():
     assert len(R.read_sick(DATA / "sick/SICK.txt")) == 9840                  # full release columns
 
 
+@needs_data
 def test_sst_trees_sentences_and_phrases():
     trees = T.read_sst_trees(DATA / "sst_ptb/train.txt")
     assert len(trees) == 8544
@@ -75,6 +79,7 @@ def test_sst_trees_sentences_and_phrases():
     assert " ".join(binary[5].tree.leaves()).lower() in sentences
 
 
+@needs_data
 def test_jsonl_long_documents_and_multilabel_hierarchy():
     imdb = R.read_jsonl(DATA / "imdb/test.jsonl.gz")
     assert len(imdb) == 25000 and {e.label for e in imdb} == {"neg", "pos"}
@@ -114,6 +119,7 @@ def test_jsonl_contexts_and_generic_table(tmp_path):
     assert ex == [PairExample("hello there", "x", ("a", "b"))]
 
 
+@needs_data
 def test_named_splits_dev_holdout_and_cv():
     trec = load_named("trec")
     assert len(trec.train) + len(trec.dev) == 5452 and trec.dev_from_train
@@ -353,3 +359,17 @@ def test_rows_are_never_lost_or_invented(tmp_path):
     bad = BadLines("skip")
     assert R.detect_format(p) == "fasttext" and [e.label for e in R.read_file(p, bad=bad)] == ["pos", "neg"]
     assert bad.skipped == [f"{p}:1: no __label__ label at the start of the line"]
+
+
+@needs_data
+@pytest.mark.parametrize("name", ["sst2", "sst1"])
+def test_phrase_training_reads_the_same_dev_and_test_sentences(name):
+    """``--data sst2-phrases`` trains on every labelled phrase of the training trees, and is
+    judged on the very dev and test sentences that ``--data sst2`` is."""
+    from adaptext.data.datasets import load_named
+    sentences, phrases = load_named(name), load_named(f"{name}-phrases")
+    for split in ("dev", "test"):
+        a, b = getattr(sentences, split), getattr(phrases, split)
+        assert [(e.text, e.label) for e in a] == [(e.text, e.label) for e in b]
+    assert len(phrases.train) > 5 * len(sentences.train)
+    assert {e.label for e in phrases.train} == {e.label for e in sentences.train}

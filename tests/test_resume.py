@@ -1,5 +1,6 @@
 """A training run killed mid-epoch (SIGKILL) and resumed with --resume ends with the same
 epoch log and the same metrics as an uninterrupted run with the same seed."""
+import csv
 import json
 import os
 import signal
@@ -31,14 +32,14 @@ def test_killed_mid_epoch_and_resumed_matches_uninterrupted(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     last = killed / "checkpoints" / "last.ckpt"
     deadline = time.time() + 120
-    step, before = 0, 0.0
+    step, before, epoch_part = 0, 0.0, 0.0
     while time.time() < deadline and proc.poll() is None:
         if last.exists():
             os.kill(proc.pid, signal.SIGSTOP)          # the run cannot move on while its checkpoint is read
             try:
                 ck = load_tree(last)
                 step, batches = ck["global_step"], ck["adaptext"]["batches_done"]
-                before = ck["adaptext"]["seconds"]
+                before, epoch_part = ck["adaptext"]["seconds"], ck["adaptext"]["epoch_seconds"]
                 # kill in the third epoch, between two step checkpoints: with another step checkpoint still
                 # due in this epoch, the stopped run has not reached the epoch's end (no third log line yet)
                 if ck["epoch"] == 2 and 0 < batches <= ck["adaptext"]["train_loader_len"] - EVERY:
@@ -66,3 +67,6 @@ def test_killed_mid_epoch_and_resumed_matches_uninterrupted(tmp_path):
     # the resumed run's time counts the killed process's seconds as well
     assert b["info"]["train_seconds"] > before > 0
     assert cols(full / "log.csv") == cols(killed / "log.csv")   # epoch, losses and dev accuracy, every epoch
+    # the epoch cut by the kill counts its seconds before the kill: its rate is not its examples over the rest
+    resumed_epoch = next(r for r in csv.DictReader(open(killed / "log.csv")) if r["epoch"] == "3")
+    assert float(resumed_epoch["seconds"]) >= epoch_part > 0

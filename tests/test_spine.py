@@ -50,7 +50,7 @@ def test_old_config_json_reproduces_and_resumes_like_a_new_one(tmp_path, capsys)
 def test_adding_a_run_option_is_one_field():
     """Every run option's flag, help, check and resume rule come from its one declaration."""
     from adaptext.cli import train_parser
-    from adaptext.runs.options import OPTIONS, RESUME_MAY_CHANGE, SECTIONS
+    from adaptext.runs.contract import OPTIONS, RESUME_MAY_CHANGE, SECTIONS
     flags = {a.dest: a for a in train_parser("kim_cnn")._actions}
     for key, o in OPTIONS.items():
         assert key in flags and o.meta["help"].split(" [")[0] in flags[key].help, key
@@ -281,6 +281,42 @@ def test_inference_does_not_depend_on_training():
             bad = [m for m in _imports(path) if m.startswith("adaptext.training")
                    and not (path.name == "cli.py" and m in ENTRY_POINTS)]
             assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+def _package_imports(path: Path, modules: dict) -> set:
+    """The modules of the package a file imports (``from . import x`` names module ``x``)."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found |= {f"{module}.{a.name}" if f"{module}.{a.name}" in modules else module for a in node.names}
+    return found & set(modules)
+
+
+def test_no_import_cycle_inside_the_package():
+    """Every import counts, those inside functions too: a cycle deferred to call time is still
+    two modules that cannot be read, tested or moved apart."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {name: _package_imports(path, modules) - {name} for name, path in modules.items()}
+    cycles = []
+    for start in graph:                       # a path from a module's imports back to it
+        seen, stack = set(), [(m, [start, m]) for m in graph[start]]
+        while stack:
+            here, route = stack.pop()
+            if here == start:
+                cycles.append(" -> ".join(route))
+                break
+            if here not in seen:
+                seen.add(here)
+                stack += [(m, route + [m]) for m in graph[here]]
+    assert not cycles, cycles
 
 
 def test_no_function_of_the_package_is_over_60_lines():

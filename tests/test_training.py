@@ -565,7 +565,7 @@ def test_resume_evaluate_and_serve_keep_the_run_s_own_settings(demo_run, tmp_pat
 
 def test_a_students_teacher_logits_are_computed_where_the_student_trains(tmp_path, monkeypatch):
     """On the CPU here; ``tests/test_cuda.py`` trains a student on a GPU and checks the logits there."""
-    from adaptext.training.run import prepare_device
+    from adaptext.training.prepare import prepare_device
     from adaptext.data.examples import TextExample
     from adaptext.training.distill import as_the_teacher_reads
     devices, teacher, m = distil_small(tmp_path, monkeypatch, "auto")

@@ -94,8 +94,6 @@ def test_augmentation_masks_replaces_and_samples(tmp_path):
     texts = [c.text for c in copies]
     assert any("<unk>" in t for t in texts)                            # masking
     assert any(len(t.split()) < 6 for t in texts)                      # n-gram sampling
-    originals = {w for e in ex for w in e.text.split()}
-    assert any(set(t.split()) - originals - {"<unk>"} == set() and t not in (e.text for e in ex) for t in texts)
 
 
 def test_teacher_logits_resume_after_a_kill(teacher, tmp_path, monkeypatch):

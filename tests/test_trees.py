@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from adaptext.data import readers as R
 from adaptext.data import tree_readers as T
 from adaptext.data.batching import Collator, EncodedTree, Item
 from adaptext.data.tags import PhraseLabeller, get_tagger, read_treebank, tag_examples, tag_tree
@@ -22,7 +23,6 @@ from adaptext.registry import create_model, get_entry
 
 from conftest import DATA, collate_for, encode_for, needs_data, real_examples
 
-pytestmark = needs_data
 
 
 # ------------------------------------------------------------------ helpers
@@ -50,6 +50,7 @@ def check_postorder_binary(t):
 
 
 # ------------------------------------------------------------------ readers
+@needs_data
 def test_sst_ptb_line():
     line = (DATA / "sst_ptb/dev.txt").read_text(encoding="utf-8").splitlines()[0]
     ex = T.read_sst_trees(DATA / "sst_ptb/dev.txt")[0]
@@ -66,6 +67,7 @@ def test_sst_ptb_line():
     assert t.labels[i] == "very positive" and t.labels[t.left[i]] == "positive"
 
 
+@needs_data
 def test_sick_parent_pointer_line():
     toks = (DATA / "sick/parsed/dev/a.toks").read_text(encoding="utf-8").splitlines()[0].split(" ")
     parents = [int(p) for p in (DATA / "sick/parsed/dev/a.cparents").read_text().splitlines()[0].split()]
@@ -84,11 +86,12 @@ def test_sick_parent_pointer_line():
     gold = {(min(m), max(m) + 1) for m in members.values()}
     assert gold <= set(spans(t))
     # read_sick_trees pairs hypothesis (b) first with premise (a), label from the SICK file
-    ex = T.read_sick_trees(DATA / "sick/parsed/dev", DATA / "sick/SICK_trial.txt")[0]
+    ex = T.read_sick_trees(DATA / "sick/parsed/dev", R.read_sick(DATA / "sick/SICK_trial.txt"), DATA / "sick/SICK_trial.txt")[0]
     assert ex.pair.leaves() == toks
     assert ex.label in {"ENTAILMENT", "NEUTRAL", "CONTRADICTION"}
 
 
+@needs_data
 def test_sick_parent_pointer_trees_keep_word_order():
     folder = DATA / "sick/parsed/dev"
     bad = []
@@ -102,6 +105,7 @@ def test_sick_parent_pointer_trees_keep_word_order():
     assert not bad, f"{len(bad)} trees reorder their words, e.g. {bad[:3]}"
 
 
+@needs_data
 def test_ptb_mrg_cleaned_and_binarised():
     z = zipfile.ZipFile(DATA / "ptb_sample/treebank.zip")
     raw = z.read("treebank/combined/wsj_0003.mrg").decode()
@@ -129,6 +133,7 @@ def test_nltk_tagger_matches_the_nltk_data_readme():
     assert tagger("It is a very good movie".split()) == ["PRP", "VBZ", "DT", "RB", "JJ", "NN"]
 
 
+@needs_data
 def test_phrase_labeller_shipped_and_refit():
     shipped = PhraseLabeller.load()
     assert shipped("DT", "NN") == "NP"
@@ -140,6 +145,7 @@ def test_phrase_labeller_shipped_and_refit():
     assert fresh("ZZZ", "ZZZ") == fresh.default           # unseen tags back off to the global tag
 
 
+@needs_data
 def test_tag_tree_on_a_real_sst_tree():
     ex = real_examples("tree", 1)[0]
     t = tag_tree(ex.tree, get_tagger("nltk"), PhraseLabeller.load())
@@ -235,6 +241,7 @@ def test_engine_composes_one_level_per_step():
     assert sum(sizes) == tb.num_nodes
 
 
+@needs_data
 @pytest.mark.parametrize("name", ["treelstm", "tg_htreelstm", "tg_hrecnn"])
 def test_no_leak_between_trees_of_a_batch(name):
     torch.manual_seed(0)
@@ -251,6 +258,7 @@ def test_no_leak_between_trees_of_a_batch(name):
         assert torch.allclose(alone["node_logits"], out["node_logits"][nodes], atol=1e-6)
 
 
+@needs_data
 def test_pair_model_shares_the_encoder_and_is_symmetric_in_its_features():
     torch.manual_seed(0)
     examples = tag_examples(real_examples("tree_pair", 4))
@@ -263,6 +271,7 @@ def test_pair_model_shares_the_encoder_and_is_symmetric_in_its_features():
     assert logits.shape == (4, C) and torch.allclose(model(b), logits, atol=1e-6)
 
 
+@needs_data
 def test_explain_draw_and_top_node_types(tmp_path):
     from adaptext.explain.tree import draw_tree, top_node_types
 
@@ -294,6 +303,7 @@ def test_explain_draw_and_top_node_types(tmp_path):
 
 
 # ------------------------------------------------------------------ prediction on plain text
+@needs_data
 def test_plain_text_to_a_tree_run_is_cut_at_max_length_and_flagged(tmp_path):
     """A text without a parse is parsed (the run's --parser) over its tokens, cut at the run's
     max_length as texts are, and the cut is said."""

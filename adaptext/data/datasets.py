@@ -81,7 +81,10 @@ def _sst_trees(binary):
 
 
 def _sick_trees(split, sick_file):
-    return lambda root, bad: T.read_sick_trees(root / "sick/parsed" / split, root / "sick" / sick_file, bad)
+    def derive(root, bad):
+        sick = root / "sick" / sick_file
+        return T.read_sick_trees(root / "sick/parsed" / split, R.read_sick(sick), sick, bad)
+    return derive
 
 
 SST1_NAMES = T.SST_FINE

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
+from .errors import UsageError
 from .trees import Tree
 
 Label = Union[str, tuple, None]
@@ -90,3 +91,22 @@ def is_multilabel(examples) -> bool:
 def where_of(examples, k: int) -> str:
     """The file:line of example ``k`` of a list, or of a split of a token store."""
     return examples.where(k) if hasattr(examples, "where") else examples[k].where
+
+
+def as_examples(items) -> list:
+    """Examples as given, or made from tuples: ``(text, label)`` a text, ``(text, pair, label)``
+    a pair; a tuple of another length is refused, naming its position."""
+    out = []
+    for k, x in enumerate(items):
+        if isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], str):
+            x = TextExample(x[0], x[1], f"example {k + 1}")
+        elif isinstance(x, tuple) and len(x) == 3 and isinstance(x[0], str) and isinstance(x[1], str):
+            x = PairExample(x[0], x[1], x[2], f"example {k + 1}")
+        elif getattr(x, "kind", None) not in KINDS:
+            raise UsageError(f"example {k + 1}: expected an example or a (text, label) / (text, pair, label) "
+                             f"tuple, not {type(x).__name__}")
+        out.append(x)
+    kinds = {x.kind for x in out}
+    if len(kinds) > 1:
+        raise UsageError(f"the examples mix kinds ({', '.join(sorted(kinds))}): one run reads one kind")
+    return out

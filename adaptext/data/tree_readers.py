@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .errors import BadLines, DataError
 from .examples import TextExample, TreeExample, TreePairExample
-from .readers import location, iter_lines, read_sick, read_text
+from .lines import iter_lines, location, read_text
 from .trees import tree_from_brackets, tree_from_parents
 
 SST_FINE = {"0": "very negative", "1": "negative", "2": "neutral", "3": "positive", "4": "very positive"}
@@ -97,20 +97,13 @@ def read_ptb_file(path, bad: BadLines | None = None, encoding: str = "utf-8"):
     return out
 
 
-def read_sick_ids(path, encoding: str = "utf-8") -> dict:
-    """pair_ID -> (label, premise, hypothesis) from a SICK file, for joining parsed trees."""
-    out = {}
-    for ex in read_sick(path, encoding=encoding):
-        out[ex.where.split("#pair_ID=")[-1]] = ex
-    return out
-
-
-def read_sick_trees(folder, sick_file, bad: BadLines | None = None):
-    """``parsed/{split}/{a,b}.toks`` + ``{a,b}.cparents`` joined on ``id.txt`` with a SICK file's
-    labels: tree pairs (hypothesis tree first, premise tree as its pair)."""
+def read_sick_trees(folder, sick_pairs, sick_file, bad: BadLines | None = None):
+    """``parsed/{split}/{a,b}.toks`` + ``{a,b}.cparents`` joined on ``id.txt`` with the labels of
+    ``sick_pairs``, the pairs read from ``sick_file`` (``readers.read_sick``): tree pairs
+    (hypothesis tree first, premise tree as its pair)."""
     bad = bad or BadLines()
     folder = Path(folder)
-    labels = read_sick_ids(sick_file)
+    labels = {ex.where.split("#pair_ID=")[-1]: ex for ex in sick_pairs}
     ids = [l.strip() for _, l in iter_lines(folder / "id.txt", "utf-8")]
     cols = {}
     for name in ("a.toks", "a.cparents", "b.toks", "b.cparents"):

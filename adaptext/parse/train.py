@@ -29,7 +29,7 @@ import torch
 
 from ..data.embeddings import read_vectors
 from ..data.errors import DataError
-from ..data.readers import iter_lines
+from ..data.lines import iter_lines
 from ..data.trees import tree_from_brackets
 from .bracketer import SPECIALS, UNK, Bracketer, BracketerConfig, SpanScorer, cky
 from .spans import bracket_f1, nontrivial, spans_of

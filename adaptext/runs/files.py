@@ -3,6 +3,7 @@ log.csv, plots/): every file is written to a temporary name and renamed (atomic)
 permissions as any file the user writes; no pickle."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
+
+from ..data.errors import DataError
 
 
 def write_atomic(path, data) -> None:
@@ -93,3 +96,30 @@ def read_json(path):
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         line = getattr(e, "lineno", None)
         raise DataError(path, line, f"not valid JSON ({getattr(e, 'msg', e)}): the run directory is damaged") from None
+
+
+@contextlib.contextmanager
+def writer_lock(folder, what: str = "run"):
+    """Held while one process writes ``folder`` (a run, a sweep): a second writer is refused at
+    once, before it reads any data, instead of both finishing with one's files over the other's.
+    The lock is the kernel's (``flock``), so a killed writer leaves no stale lock behind."""
+    import fcntl
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    handle = open(folder / ".lock", "a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise DataError(folder, None, f"another adaptext process ({holder}) is writing this {what} directory; "
+                                      "wait for it, or choose another --out") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    try:
+        yield
+    finally:
+        handle.close()

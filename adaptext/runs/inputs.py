@@ -122,7 +122,7 @@ class InputReader:
         return self._lines(file, encoding)
 
     def _lines(self, file: str | None, encoding: str | None):
-        from ..data.readers import decode_line, iter_lines
+        from ..data.lines import decode_line, iter_lines
         if file and not Path(file).is_file():
             raise DataError(file, None, "no such file")
         name, enc = file or "<stdin>", encoding or self.config.get("encoding") or "utf-8"

@@ -11,7 +11,7 @@ from ..data.errors import BadLines, DataError
 from ..data.readers import file_format
 from ..data.store import StoreOptions
 from ..registry import get_entry
-from .options import READER_KEYS
+from .contract import READER_KEYS
 from .spec import make_tokenizer
 
 DEMO = "trec-demo"

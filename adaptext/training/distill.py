@@ -83,7 +83,7 @@ def rewrite(tokens: list[str], tags: list[str], pools: dict, rng: random.Random)
 
 
 def unlabeled_texts(path) -> list:
-    from ..data.readers import iter_lines
+    from ..data.lines import iter_lines
     texts = [TextExample(line.strip(), None, f"{path}:{i}") for i, line in iter_lines(path, "utf-8") if line.strip()]
     if not texts:
         raise DataError(path, None, "no texts in the file of unlabelled texts")
@@ -91,11 +91,25 @@ def unlabeled_texts(path) -> list:
 
 
 # ----------------------------------------------------------------------- teacher logits
-def teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=print,
+def teachers_of(teacher) -> list[str]:
+    """The run directories of ``--teacher``: one, or several separated by commas (an ensemble)."""
+    return [t for t in str(teacher).split(",") if t]
+
+
+def teacher_logits(teacher: str, examples: list, student_labels: list[str], log=print,
                    device: str = "cpu") -> np.ndarray:
-    """[len(examples), classes] logits of the teacher run (on ``device``), in the student's class order."""
-    from .. import load
-    teacher = load(teacher_dir, device)
+    """[len(examples), classes] logits of the teacher run (on ``device``), in the student's class
+    order; of an ensemble (several runs), the mean of its teachers' logits, each cached alone."""
+    runs = teachers_of(teacher)
+    if len(runs) > 1:
+        log(f"teacher ensemble of {len(runs)} runs: their logits averaged")
+    return np.mean([one_teacher_logits(t, examples, student_labels, log, device) for t in runs], axis=0)
+
+
+def one_teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=print,
+                       device: str = "cpu") -> np.ndarray:
+    from ..api import Classifier
+    teacher = Classifier.load(teacher_dir, device)
     if sorted(teacher.labels.labels) != sorted(student_labels) or teacher.labels.multilabel:
         raise DataError(teacher_dir, None, f"the teacher's classes ({', '.join(teacher.labels.labels)}) are not the "
                                            f"training data's ({', '.join(student_labels)}), or it is multi-label")
@@ -108,7 +122,7 @@ def teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=p
         path = folder / f"{_key(part)}.npy"
         if not path.is_file():
             if start % (CHUNK * 20) == 0:
-                log(f"teacher logits: {start}/{len(examples)} texts")
+                log(f"teacher logits: {start}/{len(examples)} texts ({Path(teacher_dir).name})")
             _save(path, teacher.pipeline.logits(teacher.pipeline.items([_as_input(ex) for ex in part])))
         chunks.append(np.load(path))
     order = [teacher.labels.labels.index(l) for l in student_labels]
@@ -167,19 +181,12 @@ def soft_items(cfg: dict, train: list, unlabeled: list, encoder, bad, log=print,
 
 def teacher_data_options(teacher_dir) -> dict:
     """The teacher run's data options (its training file or dataset, splits, columns): a student
-    distilled from it reads the same data unless told otherwise."""
+    distilled from it reads the same data unless told otherwise (an ensemble: its first run's)."""
     from ..runs.files import read_json
-    from ..runs.options import OPTIONS, flatten
+    from ..runs.contract import OPTIONS
+    from ..runs.options import flatten
     config = Path(teacher_dir) / "config.json"
     if not config.is_file():
         raise DataError(teacher_dir, None, "not a run directory (no config.json): the teacher must be a trained run")
     saved = flatten(read_json(config))
     return {k: v for k, v in saved.items() if k in OPTIONS and OPTIONS[k].section == "data"}
-
-
-def distill_run(teacher_dir, options: dict, log=print) -> dict:
-    """Train the student ``options`` describe on the teacher run's logits, reading the teacher's
-    data unless ``options`` name other data; the student's metrics."""
-    from .run import train_run
-    return train_run({**options, "teacher": str(Path(teacher_dir).resolve())}, teacher_data_options(teacher_dir),
-                     log=log)

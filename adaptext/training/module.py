@@ -38,6 +38,7 @@ class ClassifierModule(L.LightningModule):
         self._train_time = 0.0
         self._batches_done = 0
         self._restore = None
+        self._resumed_epoch = None              # (train stats, seconds) of an epoch cut by a kill
         self.started = time.perf_counter() if started is None else started
         self.seconds_before = 0.0               # wall seconds of the run's earlier processes (when resumed)
         self.last_dev: dict = {}
@@ -113,9 +114,12 @@ class ClassifierModule(L.LightningModule):
         self.model.apply_constraints()          # e.g. Kim 2014: max-norm of the softmax weight rows
 
     def on_train_epoch_start(self) -> None:
-        self._train_stats = [0.0, 0, 0, 0, 0]
-        self._epoch_start = time.perf_counter()
-        self._batches_done = 0
+        if self._resumed_epoch is None:
+            self._train_stats, self._epoch_start, self._batches_done = [0.0, 0, 0, 0, 0], time.perf_counter(), 0
+            return
+        # an epoch resumed mid-way counts the examples and the seconds of its part before the kill
+        stats, seconds = self._resumed_epoch
+        self._train_stats, self._epoch_start, self._resumed_epoch = stats, time.perf_counter() - seconds, None
 
     # ------------------------------------------------------------------ dev
     def validation_step(self, batch, batch_idx):
@@ -186,7 +190,7 @@ class ClassifierModule(L.LightningModule):
             "torch_rng": torch.get_rng_state(),
             "numpy_rng": list(np.random.get_state()[1].tolist()) + [int(np.random.get_state()[2])],
             "python_rng": repr(random.getstate()),
-            "train_stats": list(self._train_stats), "epoch_rows": self.epoch_rows,
+            "train_stats": list(self._train_stats), "epoch_seconds": self._train_time, "epoch_rows": self.epoch_rows,
             "last_dev_score": self.last_dev.get(self.monitor),
             "seconds": self.seconds_before + time.perf_counter() - self.started,
         }
@@ -200,7 +204,9 @@ class ClassifierModule(L.LightningModule):
         else:
             self.train_loader.resume(st["epoch"], st["batches_done"])
             stats = list(st["train_stats"])
-            self._train_stats = stats + [stats[2]] * (5 - len(stats))    # saved before labelled texts were counted
+            stats += [stats[2]] * (5 - len(stats))                # saved before labelled texts were counted
+            self._train_stats = stats
+            self._resumed_epoch = (stats, float(st.get("epoch_seconds", 0.0)))
             self._batches_done = st["batches_done"]
         self.epoch_rows = list(st.get("epoch_rows", []))
         self.seconds_before = float(st.get("seconds", 0.0))

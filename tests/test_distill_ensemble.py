@@ -1,0 +1,48 @@
+"""Teacher ensembles: a student learns the mean of several teachers' logits, each teacher's
+cached alone; the student's run names every teacher."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import bundled_examples
+
+from adaptext.cli import main
+from adaptext.training.distill import teacher_logits
+from adaptext.training.run import train_run
+
+SMALL = {"epochs": 1, "filters": 12, "embed_dim": 24, "progress": False, "threads": 1}
+
+
+@pytest.fixture(scope="module")
+def teachers(tmp_path_factory):
+    root = tmp_path_factory.mktemp("teachers")
+    for seed in (1, 2):
+        train_run({**SMALL, "seed": seed, "out": str(root / f"t{seed}")})
+    return root / "t1", root / "t2"
+
+
+def test_an_ensemble_of_one_teacher_listed_twice_equals_that_teacher(teachers, tmp_path, monkeypatch):
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
+    one, other = teachers
+    examples = bundled_examples("text", 40)
+    labels = sorted({q.label for q in bundled_examples("text", 5452)})
+    alone = teacher_logits(one, examples, labels, log=lambda *_: None)
+    twice = teacher_logits(f"{one},{one}", examples, labels, log=lambda *_: None)
+    np.testing.assert_allclose(twice, alone, atol=1e-6)
+    second = teacher_logits(other, examples, labels, log=lambda *_: None)
+    assert not np.allclose(second, alone, atol=1e-3)            # two seeds: two teachers
+    both = teacher_logits(f"{one},{other}", examples, labels, log=lambda *_: None)
+    np.testing.assert_allclose(both, (alone + second) / 2, atol=1e-6)
+
+
+def test_distill_takes_several_teachers_and_the_student_names_them(teachers, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
+    one, other = teachers
+    out = tmp_path / "student"
+    assert main(["distill", str(one), str(other), "--model", "bov", "--epochs", "1", "--threads", "1",
+                 "--no-progress", "--out", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out)["test"]["accuracy"] > 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["distillation"]["teacher"].split(",") == [str(one.resolve()), str(other.resolve())]
