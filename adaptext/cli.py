@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from .data.errors import MissingResource, UsageError
+from .data.errors import DataError, MissingResource, UsageError
 
 
 def positive_int(s: str) -> int:
@@ -122,7 +122,7 @@ def cmd_sweep(argv) -> int:
                       list(range(1, a.retrain + 1)) if a.retrain else None, monitor,
                       log=lambda m: print(m, file=sys.stderr), jobs=a.jobs)
     print_json(found)
-    return 0
+    return 1 if found.get("failed") else 0         # trials that failed are said on stderr, with their errors
 
 
 def _flag(name: str, value) -> list[str]:
@@ -271,6 +271,11 @@ def explain_parser() -> argparse.ArgumentParser:
 def cmd_explain(argv) -> int:
     """explain a trained run: words (any model) | attention | filters | tree"""
     a = explain_parser().parse_args(argv)
+    if a.out and Path(a.out).exists() and not Path(a.out).is_dir():
+        raise DataError(a.out, None, "--out is a file, not a folder for the plots")
+    if a.what == "words":
+        from .explain.words import check_steps
+        check_steps(a.steps)                    # before the run loads
     from . import load
     from .explain import attention, filters, tree
     clf = load(a.run_dir)
@@ -289,8 +294,6 @@ def cmd_explain(argv) -> int:
 
 def explain_words(clf, a) -> int:
     from .explain.word_report import text_report, write_report
-    if a.steps < 1:
-        raise UsageError(f"--steps must be at least 1, not {a.steps}")
     inputs = ([{"text": t, "pair": a.pair} for t in a.text] if a.pair is not None else
               [{"text": t, "contexts": a.context} for t in a.text] if a.context else a.text)
     records = clf.explain(inputs, a.label, a.steps)

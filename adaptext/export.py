@@ -45,6 +45,7 @@ from .runs.pipeline import logits_of, probabilities
 INPUTS = {"text": ("text", "lengths"), "pair": ("text", "lengths", "pair", "pair_lengths"),
           "contexts": ("text", "lengths", "contexts", "context_lengths")}
 TOLERANCE = 1e-4
+CHECK_BATCH = 5            # texts of the largest batch the export traces and checks
 
 
 class ExportCheckFailed(RuntimeError):
@@ -164,12 +165,20 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
         raise MissingResource(f"export needs onnx, onnxscript and onnxruntime ({e.name} is missing): "
                            f"pip install 'adaptext[export]'") from e
     name = type(model).__name__
+    check_opset(opset)
     min_length = graph_min_length(model)
     if length is not None and length < min_length:
         raise UsageError(f"--length {length} is shorter than the model's widest filter ({min_length})")
+    if length is not None:
+        check_length_fits(model, length)
     graph = ExportGraph(model, kind, multilabel).eval()
     names = INPUTS[kind]
     program = _trace(graph, kind, vocab_size, min_length, length, opset)
+    written = _opset_of(program.model_proto)
+    if opset is not None and written != opset:
+        raise UsageError(f"--opset {opset}: the exporter could not convert {name}'s graph to opset {opset} (it "
+                         f"stays at {written}); opsets from {NATIVE_OPSETS[0]} to {NATIVE_OPSETS[1]} need no "
+                         f"conversion")
     if length is None and not all(_free_length(i) for i in program.model_proto.graph.input
                                   if not i.name.endswith("lengths")):
         raise UsageError(f"{name} unrolls a loop over the text length, so its graph needs one length: export "
@@ -189,30 +198,95 @@ def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int,
         unchecked.replace(path)
     finally:                                   # a graph that failed (or could not run) its check is not kept
         unchecked.unlink(missing_ok=True)
-    opsets = [o.version for o in program.model_proto.opset_import if o.domain in ("", "ai.onnx")]
-    return {"min_length": min_length, "opset": opsets[0] if opsets else None,
+    return {"min_length": min_length, "opset": written,
             "check": {"batches": [list(c[0].shape) for c in checks],
                       "max_abs_diff_probs": diff, "max_rel_diff_logits": diff_logits}}
 
 
+def _opset_of(model_proto) -> int | None:
+    opsets = [o.version for o in model_proto.opset_import if o.domain in ("", "ai.onnx")]
+    return opsets[0] if opsets else None
+
+
+def opset_range() -> tuple[int, int]:
+    """The opsets an export may ask for: from the oldest torch's exporter knows to the newest
+    the installed onnx defines (a graph cannot be written in an opset onnx does not know)."""
+    from torch.onnx import _constants
+    try:
+        import onnx
+    except ImportError:                        # the export itself says what to install
+        return getattr(_constants, "ONNX_MIN_OPSET", 7), NATIVE_OPSETS[1]
+    return getattr(_constants, "ONNX_MIN_OPSET", 7), onnx.defs.onnx_opset_version()
+
+
+# the exporter writes these itself (its version converter's range); others go through onnx's
+# converter, which some graphs do not survive
+NATIVE_OPSETS = (18, 25)
+
+
+def check_opset(opset: int | None) -> None:
+    """An opset outside ``opset_range`` is refused before anything is exported (the exporter
+    would print a traceback and write its default opset)."""
+    if opset is None:
+        return
+    low, high = opset_range()
+    if isinstance(opset, bool) or not isinstance(opset, int) or not low <= opset <= high:
+        raise UsageError(f"--opset must be from {low} to {high} (ONNX opsets this exporter can write; "
+                         f"{NATIVE_OPSETS[0]} to {NATIVE_OPSETS[1]} without conversion), not {opset!r}")
+
+
+def check_length_fits(model, length: int) -> None:
+    """Refuses a ``--length`` whose check could not fit in memory: its batches hold at least
+    ``CHECK_BATCH`` texts of ``length`` ids (int64) and their word vectors (float32)."""
+    from .runs.memory import human_bytes, total_memory
+    width = _vector_width(model)
+    need = CHECK_BATCH * (length + 5) * (8 + 4 * width)
+    have = total_memory()
+    if have and need > have:
+        raise UsageError(f"--length {length:,} needs at least {human_bytes(need)} to trace and check the graph "
+                         f"({CHECK_BATCH} texts of that many positions with {width}-wide word vectors), more than "
+                         f"this machine's {human_bytes(have)} of memory")
+
+
+def _vector_width(model) -> int:
+    """The size of the model's word vectors (1 when it looks up none)."""
+    try:
+        module, _, _ = model.word_vectors()
+        with torch.no_grad():
+            return int(module(torch.zeros(1, 1, dtype=torch.long)).shape[-1])
+    except Exception:                          # a model without one lookup: ids alone are the floor
+        return 1
+
+
+# loggers that print the exporter's own notices (a graph listing of a model with data-dependent
+# shapes, attributes it defaults, opset conversions): nothing the user can act on
+QUIET = ("torch.onnx", "torch.export", "torch._export", "torch.fx.experimental.symbolic_shapes",
+         "torch._dynamo", "onnxscript", "onnx_ir")
+
+
 def _trace(graph: ExportGraph, kind: str, vocab_size: int, min_length: int, length: int | None, opset):
     """The ONNX program of ``graph`` (dynamo exporter), its notices kept out of the user's terminal."""
-    quiet = logging.getLogger("torch.onnx")
-    level = quiet.level
-    quiet.setLevel(logging.ERROR)
+    loggers = [logging.getLogger(name) for name in QUIET]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
     # the exporter swaps in a while-loop GRU / LSTM (free lengths) by editing the ops' kernels,
     # which a dispatch cache filled by an earlier export in this process hides: clear it
     for op in (torch.ops.aten.gru.input, torch.ops.aten.lstm.input):
         op._dispatch_cache.clear()
     try:
-        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), torch.no_grad():
+        # torch.export prints the partial graph of each capture strategy that fails before one
+        # succeeds to stderr itself; a failed export still raises its error
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")            # the exporter's own notices, not the user's concern
             return torch.onnx.export(graph, sample_inputs(kind, vocab_size, min_length, length), dynamo=True,
                                      input_names=list(INPUTS[kind]), output_names=["logits", "probs"],
                                      opset_version=opset,
                                      dynamic_shapes=dynamic_shapes(kind, min_length, length is not None))
     finally:
-        quiet.setLevel(level)
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _compare(graph: ExportGraph, session, names, checks) -> tuple[float, float]:
@@ -232,6 +306,7 @@ def _compare(graph: ExportGraph, session, names, checks) -> tuple[float, float]:
 def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = None, log=print) -> dict:
     """Export the run in ``run_dir`` to ``out_dir`` (see the module docstring); its manifest."""
     from .api import Classifier
+    check_opset(opset)
     run, out = Path(run_dir), Path(out_dir)
     clf = Classifier.load(run)
     if clf.kind not in INPUTS:
@@ -241,6 +316,8 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
         raise DataError(out, None, "--out is the run directory itself: export into another directory")
     if out.exists() and not out.is_dir():
         raise DataError(out, None, "--out is a file, not a directory")
+    if length is not None:                     # before an earlier export in --out is removed
+        check_length_fits(clf.model, length)
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("export.json", "model.onnx"):             # nothing of an earlier export survives a failed one
         (out / stale).unlink(missing_ok=True)

@@ -170,7 +170,32 @@ def create_model(name: str, *, num_classes: int, vocab_size: int, kind: str | No
                     embeddings, embedding_mode)
     if spec.kind not in entry.inputs:
         raise UsageError(f"{name} reads {', '.join(entry.inputs)} examples, not {spec.kind}")
-    return entry.cls(cfg, spec)
+    try:
+        return entry.cls(cfg, spec)
+    except (RuntimeError, MemoryError) as e:
+        if not isinstance(e, MemoryError) and "allocate" not in str(e):
+            raise
+        raise UsageError(_too_large(entry, cfg, spec, e)) from None
+
+
+def _too_large(entry: ModelEntry, cfg, spec: DataSpec, error) -> str:
+    """What a model too large to allocate would need: its parameters counted where they take no
+    memory (PyTorch's meta device), else the allocation that failed."""
+    from .runs.memory import human_bytes, total_memory
+    changed = {k: v for k, v in dataclasses.asdict(cfg).items() if v != entry.defaults.get(k)}
+    options = ", ".join(f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, tuple) else v}"
+                        for k, v in changed.items()) or "its default options"
+    try:
+        with torch.device("meta"):
+            meta_spec = dataclasses.replace(spec, embeddings=None if spec.embeddings is None else
+                                            torch.empty(spec.embeddings.shape, device="meta"))
+            count = sum(p.numel() for p in entry.cls(cfg, meta_spec).parameters())
+        need = f"{count:,} parameters, {human_bytes(4 * count)} for its weights alone"
+    except Exception:                          # a model that cannot be built there: the allocation
+        need = f"memory it could not allocate ({' '.join(str(error).split())[:200]})"
+    have = total_memory()
+    machine = f" (this machine has {human_bytes(have)}; training needs about four times the weights)" if have else ""
+    return f"model {entry.name} with {options} is too large: {need}{machine}"
 
 
 def count_parameters(model: torch.nn.Module, exclude_embeddings: bool = True) -> int:

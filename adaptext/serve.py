@@ -7,7 +7,8 @@ GET /health, GET /info (model, task, labels, metrics), POST /predict with ``{"in
 (strings, or objects ``{"text", "pair"}`` / ``{"text", "contexts"}`` for pair / context models)
 answers ``{"predictions": [{"label", "probs", ...}]}``. A body that is not UTF-8 JSON of that
 shape, too many or too long inputs, or a body over ``MAX_BODY`` bytes answers 422 with the
-problem.
+problem. ``adaptext serve`` says on stderr where it listens, once it does; a port or host it
+cannot listen on is one line before the model loads.
 
 Concurrent requests are batched together, as inference servers do: the event loop reads and
 checks each request's inputs (parsing and tagging a tree model's in a thread), and the model,
@@ -24,6 +25,8 @@ import json
 import multiprocessing
 import os
 import queue
+import socket
+import sys
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -35,6 +38,7 @@ MAX_INPUTS = 1000
 MAX_EXPLAIN = 32         # inputs of one /explain request (each costs 50 to 800 model calls)
 MAX_CHARS = 100_000      # per input: a longer text is refused before it is tokenised
 MAX_BODY = 10 * 2 ** 20  # bytes of one request: the whole body is capped, not only each text
+MAX_DRAIN = 4 * MAX_BODY  # bytes of a refused body still read (and dropped) so that its client reads the 422
 MAX_BATCH = 256          # inputs the model reads in one call
 MAX_WAIT = 0.002         # seconds, at most, an idle model waits for requests on their way
 
@@ -296,9 +300,9 @@ def create_app(run_dir, device: str = "cpu", model_process: bool = False, thread
         """{"inputs": [...], "label": optional} -> {"explanations": [...]}: integrated gradients,
         dozens of model calls per input, so at most MAX_EXPLAIN inputs, off the event loop."""
         try:
-            body = await read_body(request)
-            inputs = checked_inputs(body, MAX_EXPLAIN)
-            label = json.loads(body).get("label")
+            payload = parsed_body(await read_body(request))
+            inputs = checked_inputs(payload, MAX_EXPLAIN)
+            label = payload.get("label")
             records = await run_in_threadpool(clf.explain, inputs, label)
         except (UsageError, TypeError) as e:
             raise HTTPException(422, str(e)) from None
@@ -323,23 +327,47 @@ async def read_body(request) -> bytes:
     """The request's body, refused as soon as it grows past ``MAX_BODY``."""
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > MAX_BODY:
+        if int(declared) <= MAX_DRAIN:
+            await _drain(request)
         raise UsageError(f"the request body is larger than {MAX_BODY:,} bytes")
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_BODY:
+            await _drain(request)
             raise UsageError(f"the request body is larger than {MAX_BODY:,} bytes")
     return bytes(body)
 
 
-def checked_inputs(body: bytes, most: int = MAX_INPUTS) -> list:
-    """The ``inputs`` list of a JSON body (whatever its content type), within the limits."""
+async def _drain(request, most: int = MAX_DRAIN) -> None:
+    """Reads and drops the rest of a refused body (at most ``most`` bytes). A server that
+    answers while its client is still sending, and then closes, resets the connection: the
+    client fails on its send and never reads the answer."""
+    dropped = 0
+    while dropped <= most:
+        message = await request.receive()
+        if message["type"] != "http.request":            # the client has gone
+            return
+        dropped += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
+
+
+def parsed_body(body: bytes):
+    """A request body as JSON (whatever its content type); what does not parse is a ``UsageError``."""
     try:
-        payload = json.loads(body.decode("utf-8"))
+        return json.loads(body.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise UsageError(f"the body is not UTF-8 (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise UsageError(f"the body is not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except RecursionError:                   # the parser recurses once per bracket
+        raise UsageError("the body nests lists or objects too deeply") from None
+
+
+def checked_inputs(body, most: int = MAX_INPUTS) -> list:
+    """The ``inputs`` list of a JSON body (bytes, or the body already parsed), within the limits."""
+    payload = parsed_body(body) if isinstance(body, (bytes, bytearray)) else body
     if not isinstance(payload, dict) or not isinstance(payload.get("inputs"), list):
         raise UsageError('the body must be a JSON object {"inputs": [...]}')
     inputs = payload["inputs"]
@@ -352,14 +380,18 @@ def checked_inputs(body: bytes, most: int = MAX_INPUTS) -> list:
 
 
 def _chars(x) -> int:
-    """The characters of an input's texts (a string, or the strings of an object)."""
-    if isinstance(x, str):
-        return len(x)
-    if isinstance(x, dict):
-        return sum(_chars(v) for v in x.values())
-    if isinstance(x, list):
-        return sum(_chars(v) for v in x)
-    return 0
+    """The characters of an input's texts (a string, or the strings of an object, however deep:
+    walked with a list of its own, as a recursion would fail on a deep one)."""
+    total, waiting = 0, [x]
+    while waiting:
+        v = waiting.pop()
+        if isinstance(v, str):
+            total += len(v)
+        elif isinstance(v, dict):
+            waiting.extend(v.values())
+        elif isinstance(v, list):
+            waiting.extend(v)
+    return total
 
 
 def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu", threads: int = 1,
@@ -371,14 +403,54 @@ def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu
         import uvicorn
     except ImportError as e:
         raise MissingResource("serving needs uvicorn: pip install 'adaptext[serve]'") from e
+    sock = listening_socket(host, port)       # a bad address is said before the model loads
     os.environ.update(ADAPTEXT_SERVE_RUN=str(Path(run_dir).resolve()), ADAPTEXT_SERVE_DEVICE=device,
                       ADAPTEXT_SERVE_THREADS=str(threads), ADAPTEXT_SERVE_MODEL_PROCESS=str(int(model_process)))
+    where = f"serving {run_dir} on {_url(sock)} (POST /predict, /explain; GET /health, /info)"
     if workers == 1:
-        uvicorn.run(app_from_environment(), host=host, port=port, log_level="warning")
-    else:
-        create_app(run_dir, device)            # a damaged run is one error here, not one per worker
-        uvicorn.run("adaptext.serve:app_from_environment", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning")
+        config = uvicorn.Config(app_from_environment(), host=host, port=port, log_level="warning")
+        print(where, file=sys.stderr, flush=True)       # the socket listens: a client may connect now
+        server = uvicorn.Server(config)
+        try:
+            server.run(sockets=[sock])
+        except KeyboardInterrupt:             # Ctrl-C once the server has shut down, as uvicorn.run takes it
+            pass
+        if not server.started:
+            raise SystemExit(3)                # uvicorn's own code for a server that did not start
+        return
+    sock.close()                              # the workers' supervisor binds the port itself
+    create_app(run_dir, device)               # a damaged run is one error here, not one per worker
+    print(where + f", {workers} workers", file=sys.stderr, flush=True)
+    uvicorn.run("adaptext.serve:app_from_environment", factory=True, host=host, port=port, workers=workers,
+                log_level="warning")
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` and listening; a port out of range, a host that does
+    not resolve or an address this machine cannot listen on is a ``UsageError``. (uvicorn takes
+    port 99999 modulo 65536, and answers the others with a traceback.)"""
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise UsageError(f"--port must be a whole number from 1 to 65535, not {port!r}")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as e:
+        raise UsageError(f"--host {host!r} is not an address nor a name this machine resolves "
+                         f"({getattr(e, 'strerror', None) or e})") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        raise UsageError(f"cannot listen on {host} port {port}: {e.strerror or e}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def app_from_environment():

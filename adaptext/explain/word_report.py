@@ -19,7 +19,7 @@ import numpy as np
 
 from ..data.errors import UsageError
 from ..runs.inputs import as_input_list
-from .words import TOLERANCE, check_explainable, integrated_gradients, per_example
+from .words import TOLERANCE, check_explainable, check_steps, integrated_gradients, per_example
 
 MAX_PNGS = 20
 
@@ -29,6 +29,7 @@ def explain_inputs(clf, inputs, label: str | None = None, steps: int = 50, batch
     """Integrated-gradient word scores for ``inputs`` (as ``clf.predict`` takes them) toward
     ``label`` (default: each input's predicted label)."""
     check_explainable(clf.model)
+    check_steps(steps)
     target = _class_id(clf, label)
     examples = clf.as_examples(as_input_list(inputs))
     items = clf.pipeline.items_of(examples)

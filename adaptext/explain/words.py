@@ -192,6 +192,13 @@ def per_example(result: dict, b: int) -> list[tuple[str, np.ndarray]]:
     return out
 
 
+def check_steps(steps: int) -> None:
+    """Integration steps from 1 to ``MAX_STEPS``: the steps are a forward and a backward pass
+    each, and Captum's buffers grow with them (a million steps asked for terabytes)."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+        raise UsageError(f"--steps must be a whole number from 1 to {MAX_STEPS}, not {steps!r}")
+
+
 def check_explainable(model) -> None:
     try:
         model.word_vectors()

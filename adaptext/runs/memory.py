@@ -58,3 +58,19 @@ def memory_mb() -> dict:
     import resource
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1024 if sys.platform != "darwin" else 1024 ** 2)
     return {"rss_mb": round(resident_mb() or peak, 1), "peak_rss_mb": round(peak, 1)}
+
+
+def total_memory() -> int | None:
+    """The machine's physical memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def human_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB', 1.2e11 -> '111.8 GiB'."""
+    units, k = ("B", "KiB", "MiB", "GiB", "TiB"), 0
+    while n >= 1024 and k < len(units) - 1:
+        n, k = n / 1024, k + 1
+    return f"{n:.0f} B" if k == 0 else f"{n:.1f} {units[k]}"

@@ -11,15 +11,18 @@ option, and optionally the best options trained again over several seeds.
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import re
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
 
-from ..data.errors import MissingResource, UsageError
-from ..runs.files import write_atomic, write_csv
+from ..data.errors import DataError, MissingResource, UsageError
+from ..runs.files import read_json, write_atomic, write_csv
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,21 @@ class Dimension:
     low: float = 0.0
     high: float = 0.0
     scale: str = "choice"
+
+    @property
+    def spec(self) -> str:
+        """The dimension as ``--grid`` / ``--search`` take it."""
+        if self.scale == "choice":
+            return f"{self.name}={','.join(map(str, self.values))}"
+        prefix = "" if self.scale == "float" else f"{self.scale}:"
+        return f"{self.name}={prefix}{self.low:g}:{self.high:g}"
+
+    def edges(self) -> list:
+        """The values that bound what a trial may get: every value of a grid or choice, the two
+        ends of a range."""
+        if self.scale == "choice":
+            return list(self.values)
+        return [int(self.low), int(self.high)] if self.scale == "int" else [self.low, self.high]
 
     def suggest(self, trial):
         if self.scale == "choice":
@@ -74,7 +92,9 @@ def _optuna():
         import optuna
     except ImportError as e:
         raise MissingResource("adaptext sweep needs Optuna: pip install 'adaptext[sweep]'") from e
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # a failed trial is reported by the sweep (a row with its error, the traceback in its folder),
+    # not by Optuna's warning and traceback on the terminal
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
     return optuna
 
 
@@ -88,6 +108,31 @@ def study_storage(out: Path):
     return JournalStorage(JournalFileBackend(str(Path(out) / "study.log")))
 
 
+def repair_journal(path: Path) -> None:
+    """Drops a last line cut short (a sweep killed while it appended): Optuna reads such a line
+    as never written, but would join the next line it appends to it, and the journal would no
+    longer load. A line that is not JSON anywhere else is a ``DataError`` naming it."""
+    if not path.is_file():
+        return
+    from optuna.storages.journal import JournalFileSymlinkLock
+    lock = JournalFileSymlinkLock(str(path))     # the lock Optuna's appends hold
+    lock.acquire()
+    try:
+        data = path.read_bytes()
+        *lines, cut = data.split(b"\n")          # cut: what follows the last newline
+        for number, line in enumerate(lines, 1):
+            try:
+                json.loads(line)
+            except ValueError:
+                raise DataError(path, number, "not a line of the sweep's journal (Optuna's): remove the line, "
+                                              "or sweep into another --out") from None
+        if cut:
+            with open(path, "r+b") as f:
+                f.truncate(len(data) - len(cut))
+    finally:
+        lock.release()
+
+
 @dataclass
 class Sweep:
     """``options(params, out)``: a trial's train options (typed and checked) for its params."""
@@ -96,11 +141,14 @@ class Sweep:
     options: object
     grid: bool
     monitor: str = "accuracy"
+    shared: dict | None = None      # the options every trial shares (see ``shared_options``)
 
     def study(self, prepare: bool = True):
         """The sweep's study (made, or loaded from OUT/study.log); ``prepare``: retry the trials a
         killed sweep left running, and enqueue the grid's points not trained yet."""
         optuna = _optuna()
+        if prepare:                                          # before any process of the sweep appends
+            repair_journal(self.out / "study.log")
         sampler = optuna.samplers.TPESampler(seed=0)        # a grid's points are all enqueued: never sampled
         # a grid is measured at every point (a figure needs them all); a search gives up on trials
         # whose dev score falls below the median of earlier trials at the same epoch
@@ -109,10 +157,33 @@ class Sweep:
                                     sampler=sampler, pruner=pruner, load_if_exists=True)
         if not prepare:
             return study
+        self._check_same_sweep(study)
         self._retry_interrupted(study)
         if self.grid:
             self._enqueue_grid(study)
         return study
+
+    def _identity(self) -> dict:
+        return {"kind": "grid" if self.grid else "search", "dims": [d.spec for d in self.dims],
+                "options": self.shared or {}}
+
+    def _check_same_sweep(self, study) -> None:
+        """A study in OUT made with another model, other options, another grid or search space
+        is refused: its trials would be reported as this sweep's."""
+        mine, theirs = self._identity(), study.user_attrs.get("sweep")
+        if theirs is None:                   # a new study (or one written before studies kept this)
+            study.set_user_attr("sweep", mine)
+            return
+        said = []
+        if (theirs["kind"], theirs["dims"]) != (mine["kind"], mine["dims"]):
+            said.append(f"--{theirs['kind']} {' '.join(theirs['dims'])}, not --{mine['kind']} {' '.join(mine['dims'])}")
+        old, new = theirs["options"], mine["options"]
+        keys = ["model"] if old.get("model") != new.get("model") else sorted(set(old) | set(new))
+        said += [f"--{k.replace('_', '-')} {old.get(k)}, not {new.get(k)}" for k in keys if old.get(k) != new.get(k)]
+        if said:
+            more = f" and {len(said) - 3} more" if len(said) > 3 else ""
+            raise UsageError(f"{self.out} holds a sweep made with other options ({'; '.join(said[:3])}{more}): "
+                             f"rerun it as it was made, or sweep into another --out")
 
     def _enqueue_grid(self, study) -> None:
         """Every point of the grid not yet trained (nor waiting) becomes a waiting trial."""
@@ -133,14 +204,29 @@ class Sweep:
             study.enqueue_trial(t.params, user_attrs={"run": t.user_attrs.get("run")})
 
     def objective(self, trial) -> float:
-        from .run import train_run
         params = {d.name: d.suggest(trial) for d in self.dims}
         run = trial.user_attrs.get("run") or str(self.out / f"trial-{trial.number}")
         trial.set_user_attr("run", run)
-        resume = (Path(run) / "checkpoints" / "last.ckpt").exists() or any(Path(run).glob("fold-*/checkpoints"))
-        opts = {"resume": run} if resume else self.options(params, run)
-        metrics = train_run(opts, log=lambda m: None, callbacks=[PruneOnDev(trial)])
-        return dev_score(metrics, self.monitor)
+        try:
+            return dev_score(self._train(trial, params, Path(run)), self.monitor)
+        except _optuna().TrialPruned:
+            raise
+        except Exception as e:               # the trial fails; the sweep goes on with the others
+            Path(run).mkdir(parents=True, exist_ok=True)
+            (Path(run) / "error.txt").write_text(traceback.format_exc())
+            said = str(e) if isinstance(e, UsageError) else f"{type(e).__name__}: {e}"
+            trial.set_user_attr("error", " ".join(said.split())[:300])
+            raise
+
+    def _train(self, trial, params: dict, run: Path) -> dict:
+        """The trial's metrics: its run trained, resumed from its checkpoint, or read back when it
+        finished before a kill kept the sweep from recording it."""
+        from .run import train_run
+        if (run / "metrics.json").is_file():           # written last: the run is complete
+            return read_json(run / "metrics.json")
+        resume = (run / "checkpoints" / "last.ckpt").exists() or any(run.glob("fold-*/checkpoints"))
+        opts = {"resume": str(run)} if resume else self.options(params, str(run))
+        return train_run(opts, log=lambda m: None, callbacks=[PruneOnDev(trial)])
 
     def run(self, trials: int | None, seconds: float | None, log=print, jobs: int = 1) -> dict:
         """A search's ``trials`` in all (those a killed sweep finished count); a grid trains
@@ -160,7 +246,7 @@ class Sweep:
 
     def _optimize(self, trials: int | None, seconds: float | None, study=None) -> None:
         study = study or self.study(prepare=False)
-        study.optimize(self.objective, n_trials=trials, timeout=seconds, catch=(UsageError,))
+        study.optimize(self.objective, n_trials=trials, timeout=seconds, catch=(Exception,))
 
     def _optimize_in_processes(self, left: int | None, seconds: float | None, jobs: int) -> None:
         """``jobs`` processes sharing the study: each takes waiting trials (a grid's points) or
@@ -202,22 +288,31 @@ class Sweep:
 
     # ------------------------------------------------------------------ results
     def report(self, study, log=print) -> dict:
-        rows = [{"trial": t.number, **{d.name: t.params.get(d.name) for d in self.dims},
-                 f"dev_{self.monitor}": None if t.value is None else round(t.value, 4), "state": t.state.name.lower(),
-                 "seconds": round((t.datetime_complete - t.datetime_start).total_seconds(), 1)
-                 if t.datetime_complete and t.datetime_start else None, "run": t.user_attrs.get("run")}
-                for t in study.trials if t.state.name != "FAIL"]
+        rows = [self._row(t) for t in _reported(study.trials)]
         write_csv(self.out / "trials.csv", rows)
         write_atomic(self.out / "trials.json", rows)
         (self.out / "trials.md").write_text(_markdown(rows))
         self.plot(rows)
         done = [r for r in rows if r["state"] == "complete"]
+        failed = [r for r in rows if r["state"] == "fail"]
         best = max(done, key=lambda r: r[f"dev_{self.monitor}"]) if done else None
         summary = {"trials": len(rows), "complete": len(done), "pruned": sum(r["state"] == "pruned" for r in rows),
-                   "best": best, "table": str(self.out / "trials.md"), "plot": str(self.out / "sweep.png")}
+                   "failed": len(failed), "best": best, "table": str(self.out / "trials.md"),
+                   "plot": str(self.out / "sweep.png")}
         write_atomic(self.out / "best.json", summary)
         log(f"{len(done)} trial(s) complete; best: {best}")
+        if failed:
+            first = failed[0]
+            log(f"{len(failed)} trial(s) failed (see {self.out / 'trials.md'}); trial {first['trial']}: "
+                f"{first['error']} (traceback in {Path(first['run']) / 'error.txt'})")
         return summary
+
+    def _row(self, t) -> dict:
+        return {"trial": _trial_number(t), **{d.name: t.params.get(d.name) for d in self.dims},
+                f"dev_{self.monitor}": None if t.value is None else round(t.value, 4), "state": t.state.name.lower(),
+                "seconds": round((t.datetime_complete - t.datetime_start).total_seconds(), 1)
+                if t.datetime_complete and t.datetime_start else None, "run": t.user_attrs.get("run"),
+                "error": t.user_attrs.get("error")}
 
     def plot(self, rows: list) -> None:
         import matplotlib
@@ -237,6 +332,26 @@ class Sweep:
         fig.tight_layout()
         fig.savefig(self.out / "sweep.png", dpi=120)
         plt.close(fig)
+
+
+def _reported(trials: list) -> list:
+    """The trials of the table: a failure is reported (with its error) unless a later trial
+    took the same point again; a trial that a kill cut short and that ran again is not."""
+    out = []
+    for k, t in enumerate(trials):
+        if t.state.name == "FAIL":
+            again = any(u.params == t.params for u in trials[k + 1:])
+            if "error" not in t.user_attrs or again:
+                continue
+        out.append(t)
+    return out
+
+
+def _trial_number(t) -> int:
+    """The number of the trial's folder (trial-N): a trial run again after a kill keeps its
+    folder, while Optuna numbers it anew."""
+    found = re.fullmatch(r"trial-(\d+)", Path(t.user_attrs.get("run") or "").name)
+    return int(found.group(1)) if found else t.number
 
 
 def _first_values(dims: list) -> dict:
@@ -306,16 +421,43 @@ def retrain(best: dict, options, dims: list, out: Path, seeds: list[int], monito
     return result
 
 
+def shared_options(dims: list, options, out: Path) -> dict:
+    """Every value a trial may get (each grid value, each end of a range) checked as ``adaptext
+    train`` checks it, the other swept options at their first values; then the options the
+    trials share (those that make the study what it is: not the swept ones, nor where and how
+    fast the runs are written), as the study keeps them."""
+    from ..runs.contract import PATH_KEYS, RESUME_MAY_CHANGE
+    from ..runs.options import check_new_run, resolve
+    first, run = _first_values(dims), str(out / "check")
+    for d in dims:
+        for value in d.edges():
+            try:
+                check_new_run(resolve(options({**first, d.name: value}, run)))
+            except UsageError as e:
+                raise UsageError(f"{d.name}={value}: {e}") from None
+    cfg = resolve(options(first, run))
+    free = set(RESUME_MAY_CHANGE) - {"epochs", "max_steps"} | {"out", "resume", "store", "deterministic"}
+    shared = {k: v for k, v in cfg.items() if k not in free and k not in {d.name for d in dims}}
+    for k in PATH_KEYS:
+        if shared.get(k) and Path(shared[k]).exists():       # the same file, from wherever the sweep is run
+            shared[k] = str(Path(shared[k]).resolve())
+    return json.loads(json.dumps(shared))                    # as the study gives it back (tuples as lists)
+
+
 def sweep_run(specs: list[str], search: bool, options, out, trials: int | None = None, seconds: float | None = None,
               retrain_seeds: list[int] | None = None, monitor: str = "accuracy", log=print, jobs: int = 1) -> dict:
     """Run (or resume) a sweep of ``specs`` (see ``parse_dimensions``); its summary.
     ``options(params, run_dir)``: a trial's train options (typed and checked)."""
     if search and not trials and not seconds:
         raise UsageError("a search needs a budget: --trials N and/or --time 30m")
+    if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+        raise UsageError(f"--time must be a duration above 0 (90s, 30m, 2h), not {seconds:g} seconds")
+    if Path(out).exists() and not Path(out).is_dir():
+        raise DataError(out, None, "--out is a file, not the sweep's folder")
     started = time.perf_counter()
     dims = parse_dimensions(specs, search)
-    options(_first_values(dims), str(Path(out) / "check"))       # a bad option or value is said before any trial
-    sweep = Sweep(Path(out), dims, options, not search, monitor)
+    shared = shared_options(dims, options, Path(out))      # every value is checked before any trial
+    sweep = Sweep(Path(out), dims, options, not search, monitor, shared)
     summary = sweep.run(trials if search else None, seconds, log, jobs)
     if retrain_seeds and summary["best"]:
         summary["retrain"] = retrain(summary["best"], options, dims, Path(out), retrain_seeds, monitor, log)
