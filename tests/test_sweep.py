@@ -119,3 +119,14 @@ def test_trials_in_two_processes_share_one_study(data, tmp_path, capsys):
                  "--threads", "1", *SHARED, *data]) == 0
     rows = list(csv.DictReader(open(out / "trials.csv")))
     assert sorted(r["lr"] for r in rows) == ["0.5", "1.0"] and {r["state"] for r in rows} == {"complete"}
+
+
+def test_a_second_sweep_on_the_same_out_is_refused_while_the_first_runs(data, tmp_path, capsys):
+    from adaptext.runs.files import writer_lock
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--grid", "lr=0.5,1.0", "--out", str(out), "--optimizer", "adadelta", *SHARED, *data]
+    with writer_lock(out, "sweep"):                      # the first sweep, still running
+        assert main(argv) == 2
+        assert "another adaptext process" in capsys.readouterr().err
+        assert not (out / "study.log").exists()
+    assert main(argv) == 0                              # once it has finished, the folder is the sweep's again

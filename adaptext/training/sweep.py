@@ -22,7 +22,7 @@ from pathlib import Path
 from lightning.pytorch.callbacks import Callback
 
 from ..data.errors import DataError, MissingResource, UsageError
-from ..runs.files import read_json, write_atomic, write_csv
+from ..runs.files import read_json, write_atomic, write_csv, writer_lock
 
 
 @dataclass(frozen=True)
@@ -457,10 +457,11 @@ def sweep_run(specs: list[str], search: bool, options, out, trials: int | None =
     started = time.perf_counter()
     dims = parse_dimensions(specs, search)
     shared = shared_options(dims, options, Path(out))      # every value is checked before any trial
-    sweep = Sweep(Path(out), dims, options, not search, monitor, shared)
-    summary = sweep.run(trials if search else None, seconds, log, jobs)
-    if retrain_seeds and summary["best"]:
-        summary["retrain"] = retrain(summary["best"], options, dims, Path(out), retrain_seeds, monitor, log)
-    summary["seconds"] = round(time.perf_counter() - started, 1)
-    write_atomic(Path(out) / "best.json", summary)
+    with writer_lock(out, "sweep"):                       # a second sweep on the same --out is refused
+        sweep = Sweep(Path(out), dims, options, not search, monitor, shared)
+        summary = sweep.run(trials if search else None, seconds, log, jobs)
+        if retrain_seeds and summary["best"]:
+            summary["retrain"] = retrain(summary["best"], options, dims, Path(out), retrain_seeds, monitor, log)
+        summary["seconds"] = round(time.perf_counter() - started, 1)
+        write_atomic(Path(out) / "best.json", summary)
     return summary
