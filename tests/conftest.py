@@ -3,6 +3,7 @@ there) and of ../shared/data (resolved from the repository root; tests that need
 without it)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -170,3 +171,43 @@ def distil_small(tmp_path, monkeypatch, accelerator: str, **student):
     m = train_run({**small, **student, "out": str(tmp_path / "student"), "teacher": str(teacher),
                    "accelerator": accelerator})
     return devices, teacher, m
+
+
+def both_paths(model, batch):
+    """(the model's logits with gradients on: its training path; without: its prediction path,
+    where a model may read word tables instead of computing the same products)."""
+    with torch.enable_grad():
+        trained = model(batch).detach()
+    with torch.no_grad():
+        predicted = model(batch)
+    return trained, predicted
+
+
+@contextlib.contextmanager
+def serving(run_dir, *options):
+    """`adaptext serve RUN` on a free loopback port: (its URL, the process), once /health answers."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "adaptext.cli", "serve", str(run_dir), "--port", str(port),
+                             *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "/health", timeout=1).read()
+                break
+            except OSError:
+                assert proc.poll() is None, f"the server stopped: {proc.stderr.read()[-2000:]}"
+                assert time.time() < deadline, "the server did not answer /health within 60 s"
+                time.sleep(0.2)
+        yield url, proc
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -9,9 +9,6 @@ import csv
 import json
 import select
 import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -21,7 +18,7 @@ from adaptext.cli import main
 from adaptext.data.errors import UsageError
 from adaptext.training.run import train_run
 
-from conftest import bundled_examples
+from conftest import bundled_examples, serving
 
 QUESTION = "Who wrote Hamlet ?"
 
@@ -98,26 +95,9 @@ def served(kim_run):
     """`adaptext serve` on a free loopback port: its URL and the line it printed at start-up."""
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "adaptext.cli", "serve", str(kim_run), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                urllib.request.urlopen(url + "/health", timeout=1).read()
-                break
-            except OSError:
-                assert proc.poll() is None, f"the server stopped: {proc.stderr.read()[-2000:]}"
-                time.sleep(0.2)
+    with serving(kim_run) as (url, proc):
         said = select.select([proc.stderr], [], [], 5)[0]     # written before the socket answered
         yield url, proc.stderr.readline() if said else ""
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def test_serve_says_where_it_listens(served, kim_run):
@@ -251,7 +231,7 @@ def test_a_journal_cut_by_a_kill_resumes_with_its_trials_and_garbage_in_it_is_na
 def test_export_refuses_an_opset_the_exporter_cannot_write(opset, kim_run, tmp_path, capsys):
     pytest.importorskip("onnxscript")
     assert main(["export", str(kim_run), "--out", str(tmp_path / "onnx"), "--opset", opset]) == 2
-    one_line_error(capsys, f"--opset must be from 7 to", f"not {opset}")
+    one_line_error(capsys, "--opset must be from 7 to", f"not {opset}")
     assert not (tmp_path / "onnx").exists()
 
 

@@ -5,7 +5,7 @@ import torch
 from adaptext.nn import embedding
 from adaptext.registry import create_model
 
-from conftest import bundled_examples, collate_for, encode_for
+from conftest import both_paths, bundled_examples, collate_for, encode_for
 
 
 def case(**options):
@@ -16,15 +16,6 @@ def case(**options):
     model = create_model("kim_cnn", num_classes=num_classes, vocab_size=vocab_size, embeddings=vectors,
                          embedding_mode=mode, embed_dim=12, filters=5, **options).eval()
     return model, collate_for(items, num_classes, model, pad_to=30)
-
-
-def both_paths(model, batch):
-    """(logits through the convolutions, logits through the table)."""
-    with torch.enable_grad():
-        convolved = model(batch).detach()
-    with torch.no_grad():
-        looked_up = model(batch)
-    return convolved, looked_up
 
 
 @pytest.mark.parametrize("mode", ["rand", "static", "non-static", "multichannel"])

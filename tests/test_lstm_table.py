@@ -9,7 +9,7 @@ from adaptext.nn.lstm import double_candidate, lstm_from_gate_inputs
 from adaptext.registry import create_model
 from adaptext.runs.files import load_weights, save_weights
 
-from conftest import bundled_examples, collate_for, encode_for
+from conftest import both_paths, bundled_examples, collate_for, encode_for
 
 
 def case(seed: int = 0, **options):
@@ -21,15 +21,6 @@ def case(seed: int = 0, **options):
     model = create_model("lstm", num_classes=num_classes, vocab_size=vocab_size, embeddings=vectors,
                          embedding_mode=mode, **options).eval()
     return model, collate_for(items, num_classes, model, pad_to=30)
-
-
-def both_paths(model, batch):
-    """(logits through nn.LSTM, logits through the table)."""
-    with torch.enable_grad():
-        plain = model(batch).detach()
-    with torch.no_grad():
-        looked_up = model(batch)
-    return plain, looked_up
 
 
 def counting(monkeypatch) -> list:

@@ -4,15 +4,12 @@ request after them; concurrent explanations each get the answer they get alone."
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from conftest import serving
 
 from adaptext.serve import MAX_INPUTS
 from adaptext.training.run import train_run
@@ -28,31 +25,8 @@ def server(tmp_path_factory):
     """A port where `adaptext serve` answers for a small demo run (kim_cnn, 2 epochs)."""
     run = tmp_path_factory.mktemp("runs") / "demo"
     train_run({"out": str(run), "epochs": 2, "seed": 1, "progress": False, "filters": 20})
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "adaptext.cli", "serve", str(run), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for(url, proc)
+    with serving(run) as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
-def _wait_for(url: str, proc) -> None:
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url + "/health", timeout=1).read()
-            return
-        except OSError:
-            if proc.poll() is not None:
-                raise AssertionError(f"the server stopped: {proc.stderr.read().decode()[-2000:]}")
-            time.sleep(0.2)
-    raise AssertionError("the server did not answer /health within 60 s")
 
 
 def post(url: str, body: dict) -> tuple[int, dict]:
