@@ -211,3 +211,16 @@ def serving(run_dir, *options):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def after_one_step(model, batch):
+    """(the model's word tables before, its two paths' logits after) one SGD step on ``batch``:
+    a model that predicts through tables must rebuild them when its weights move."""
+    both_paths(model, batch)
+    before = model.projections()
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    torch.nn.functional.cross_entropy(model(batch), batch.labels).backward()
+    opt.step()
+    model.eval()
+    return (before, *both_paths(model, batch))

@@ -5,7 +5,7 @@ import torch
 from adaptext.nn import embedding
 from adaptext.registry import create_model
 
-from conftest import both_paths, bundled_examples, collate_for, encode_for
+from conftest import after_one_step, both_paths, bundled_examples, collate_for, encode_for
 
 
 def case(**options):
@@ -30,14 +30,7 @@ def test_the_table_gives_the_convolutions_logits(mode):
 
 def test_the_table_follows_every_weight_update_and_load():
     model, batch = case(embedding_mode="non-static")
-    both_paths(model, batch)
-    first = model.projections()
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.5)
-    torch.nn.functional.cross_entropy(model(batch), batch.labels).backward()
-    opt.step()
-    model.eval()
-    convolved, looked_up = both_paths(model, batch)
+    first, convolved, looked_up = after_one_step(model, batch)
     assert model.projections() is not first
     torch.testing.assert_close(looked_up, convolved, atol=1e-5, rtol=1e-5)
     other, _ = case(embedding_mode="non-static")

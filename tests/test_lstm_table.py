@@ -9,7 +9,7 @@ from adaptext.nn.lstm import double_candidate, lstm_from_gate_inputs
 from adaptext.registry import create_model
 from adaptext.runs.files import load_weights, save_weights
 
-from conftest import both_paths, bundled_examples, collate_for, encode_for
+from conftest import after_one_step, both_paths, bundled_examples, collate_for, encode_for
 
 
 def case(seed: int = 0, **options):
@@ -85,14 +85,7 @@ def test_training_and_gradients_use_nn_lstm(monkeypatch):
 
 def test_the_table_follows_an_optimiser_step_a_save_and_a_load(tmp_path):
     model, batch = case(embedding_mode="non-static", layers=2)
-    both_paths(model, batch)
-    first = model.projections()
-    model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.5)
-    torch.nn.functional.cross_entropy(model(batch), batch.labels).backward()
-    opt.step()
-    model.eval()
-    plain, looked_up = both_paths(model, batch)
+    first, plain, looked_up = after_one_step(model, batch)
     assert model.projections() is not first
     torch.testing.assert_close(looked_up, plain, atol=1e-5, rtol=1e-5)
     # adaptext's weight files: another model's weights loaded over these
