@@ -284,7 +284,8 @@ def cmd_explain(argv) -> int:
     if a.what == "filters":
         paths = filters.explain_run(clf, a.run_dir, a.out, a.data, a.split, a.per_class, a.baseline)
     elif a.what == "tree":
-        paths = tree.explain_run(clf, a.run_dir, a.out, a.tree or a.text, a.dim, a.data, a.split, a.top)
+        paths = tree.explain_run(clf, a.run_dir, a.out, a.tree or a.text, a.dim, a.data, a.split, a.top,
+                                 bracketed=a.tree is not None)
     else:
         paths = attention.explain_run(clf, a.run_dir, a.text, a.context, a.out)
     for path in paths:

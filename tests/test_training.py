@@ -457,10 +457,10 @@ def test_inputs_of_other_kinds_are_checked(demo_run):
         with pytest.raises(DataError, match=r"<input>:1: \"contexts\" must be a non-empty list of non-empty texts"):
             reader("contexts").examples([{"text": "is it true ?", "contexts": bad}])
     with pytest.raises(DataError, match=r"<input>:2: .*"):
-        reader("tree").examples(["(3 (2 good) (2 film))", "(3 (2 a)"])
+        reader("tree").examples([{"tree": "(3 (2 good) (2 film))"}, {"tree": "(3 (2 a)"}])
     deep = "(2 " * 5000 + "word" + ")" * 5000                 # recursed past Python's limit
     with pytest.raises(DataError, match=r"<input>:1: the tree nests 5000 brackets deep; at most 300 are read"):
-        reader("tree").examples([deep])
+        reader("tree").examples([{"tree": deep}])
     with pytest.raises(DataError, match=r"<input>:1: 'pair' must be a string, found list"):
         reader("pair").examples([{"text": "a man sings", "pair": ["x"]}])
 

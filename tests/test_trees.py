@@ -319,8 +319,12 @@ def test_plain_text_to_a_tree_run_is_cut_at_max_length_and_flagged(tmp_path):
     clf = adaptext.load(run)
     long_text = "a lovely film that never quite finds its footing in the end"          # 12 tokens
     parse = "(3 (2 a) (3 (3 lovely) (2 film)))"
-    out = clf.predict([long_text, "a lovely film", parse])
+    out = clf.predict([long_text, "a lovely film", {"tree": parse}])
     assert [o.get("truncated", False) for o in out] == [True, False, False]
+    # a text is a text whatever its first character: brackets are words of it, not a parse
+    (bracketed,) = clf.as_examples(["(not bad at all)"])
+    assert bracketed.tree.leaves() == ["(", "not", "bad", "at", "all", ")"]
+    assert clf.as_examples([{"tree": parse}])[0].tree.leaves() == ["a", "lovely", "film"]
     _, items = clf.batch([long_text, {"text": "a lovely film"}])
     assert [len(it.tree.words) for it in items] == [2 * 6 - 1, 2 * 3 - 1]     # 6 and 3 leaves
     assert clf.as_examples([long_text])[0].tree.leaves() == long_text.split()[:6]

@@ -142,9 +142,10 @@ def top_node_types(model, loader_or_batches, k: int = 10, tag_names=None, min_co
 
 
 def explain_run(clf, run_dir, out_dir, tree: str, dim: int = 0, data=None, split: str = "dev",
-                top: int = 10) -> list[Path]:
+                top: int = 10, bracketed: bool = True) -> list[Path]:
     """A tree drawn by the run's hidden state (dimension ``dim`` of z_u for a tag-guided model),
-    and, with ``data``, the node types that most activate each z_u dimension over a split."""
+    and, with ``data``, the node types that most activate each z_u dimension over a split.
+    ``tree``: a bracketed parse, or (``bracketed`` false) a plain text the run parses."""
     import json
 
     from ..data.batching import BatchLoader
@@ -158,7 +159,8 @@ def explain_run(clf, run_dir, out_dir, tree: str, dim: int = 0, data=None, split
                          f"has no tag-guided hypernetwork (drop --data to draw the tree by its hidden state)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (example,) = clf.as_examples([tree] if clf.kind == "tree" else [{"tree": tree, "pair": tree}])
+    key, pair_key = ("tree", "pair_tree") if bracketed else ("text", "pair")
+    (example,) = clf.as_examples([{key: tree} if clf.kind == "tree" else {key: tree, pair_key: tree}])
     batch = clf.collate(clf.encoder.encode([example], with_labels=False))
     draw_tree(clf.model, batch, example.tree, out / "tree.png", dim, label_names=clf.labels.labels)
     paths = [out / "tree.png"]

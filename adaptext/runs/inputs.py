@@ -57,8 +57,8 @@ class InputReader:
 
     def example(self, x, where: str):
         if isinstance(x, str):
-            if self.kind == "tree":
-                return self._tree_example(x, where)
+            if self.kind == "tree":                       # a string is a plain text, whatever it starts with
+                return self._tree_example(x, where, bracketed=False)
             if self.kind != "text":
                 raise ValueError(f"this model reads {self.kind} input; give a JSON object, not a string")
             return TextExample(x, None, where)
@@ -75,11 +75,12 @@ class InputReader:
             if not isinstance(ctx, list) or not ctx or not all(isinstance(c, str) and c.strip() for c in ctx):
                 raise ValueError('"contexts" must be a non-empty list of non-empty texts')
             return ContextsExample(_text(x, "text"), tuple(ctx), None, where)
-        if self.kind == "tree":
-            return self._tree_example(_text(x, "tree" if "tree" in x else "text"), where)
+        if self.kind == "tree":                           # "tree": a bracketed parse; "text": a plain text
+            return self._tree_example(_text(x, "tree" if "tree" in x else "text"), where, "tree" in x)
         if self.kind == "tree_pair":
-            (tree, cut), (pair, pair_cut) = (self._tree(_text(x, "tree" if "tree" in x else "text")),
-                                             self._tree(_text(x, "pair_tree" if "pair_tree" in x else "pair")))
+            (tree, cut), (pair, pair_cut) = (self._tree(_text(x, "tree" if "tree" in x else "text"), "tree" in x),
+                                             self._tree(_text(x, "pair_tree" if "pair_tree" in x else "pair"),
+                                                        "pair_tree" in x))
             return TreePairExample(tree, pair, where=where, truncated=cut or pair_cut)
         return TextExample(_text(x, "text"), None, where)
 
@@ -93,15 +94,17 @@ class InputReader:
         cols = [self.config.get(k) for k in ("text_col", "pair_col") if self.config.get(k) not in (None, "text")]
         return f" (or the run's fields: {', '.join(repr(c) for c in cols)})" if cols else ""
 
-    def _tree_example(self, s: str, where: str) -> TreeExample:
-        tree, cut = self._tree(s)
+    def _tree_example(self, s: str, where: str, bracketed: bool) -> TreeExample:
+        tree, cut = self._tree(s, bracketed)
         return TreeExample(tree, where=where, truncated=cut)
 
-    def _tree(self, s: str) -> tuple:
+    def _tree(self, s: str, bracketed: bool) -> tuple:
         """(tree, truncated): a bracketed parse as it is, or a plain text's tokens (cut at the
-        run's max_length as texts are), which ``examples`` parses with the others."""
+        run's max_length as texts are), which ``examples`` parses with the others. Which of the two
+        is said by where the string came from (a "tree" field, a file of trees), never by its first
+        character: "(not bad at all)" is a text."""
         s = s.strip()
-        if s.startswith("("):
+        if bracketed:
             return tree_from_brackets(s, labels_are="labels"), False
         tokens, limit = self.tokens(s) or ["<unk>"], self.max_length
         cut = bool(limit) and len(tokens) > limit
