@@ -325,6 +325,13 @@ def test_plain_text_to_a_tree_run_is_cut_at_max_length_and_flagged(tmp_path):
     (bracketed,) = clf.as_examples(["(not bad at all)"])
     assert bracketed.tree.leaves() == ["(", "not", "bad", "at", "all", ")"]
     assert clf.as_examples([{"tree": parse}])[0].tree.leaves() == ["a", "lovely", "film"]
+    # files for predict: a file of parses (every line a tree) is read as parses, any other as texts
+    from adaptext.runs.inputs import InputReader
+    reader = InputReader("tree", clf.config, clf.tokens, 0)
+    assert reader.read(str(trees))[0] == {"tree": (DATA / "sst_ptb/dev.txt").read_text().splitlines()[0]}
+    texts = tmp_path / "texts.txt"
+    texts.write_text("(not bad) at all\nsecond line\n")
+    assert reader.read(str(texts)) == ["(not bad) at all", "second line"]
     _, items = clf.batch([long_text, {"text": "a lovely film"}])
     assert [len(it.tree.words) for it in items] == [2 * 6 - 1, 2 * 3 - 1]     # 6 and 3 leaves
     assert clf.as_examples([long_text])[0].tree.leaves() == long_text.split()[:6]

@@ -422,7 +422,10 @@ def _sick(path, bad, encoding, o):
     return read_sick.stream(path, bad, encoding)
 
 
-@register_format("sst-trees", by_content=lambda head: head[0].startswith("("), rank=2, trees=True)
+# a file of parses: every line sniffed is one bracketed tree (a text file whose first line opens
+# with a bracket is still a text file)
+@register_format("sst-trees", by_content=lambda head: all(l.strip().startswith("(") and l.strip().endswith(")")
+                                                          for l in head), rank=2, trees=True)
 def _sst_trees(path, bad, encoding, o):
     return read_sst_trees(path, bad, encoding=encoding)
 

@@ -137,6 +137,8 @@ class InputReader:
         else:                                             # a text stream (sys.stdin replaced)
             lines = enumerate((l.rstrip("\r\n") for l in sys.stdin), 1)
         jsonl = bool(file) and Path(file).name.lower().removesuffix(".gz").endswith((".jsonl", ".json"))
+        if file and self.kind == "tree" and not jsonl and _a_file_of_trees(file):
+            return ({"tree": line} for _, line in lines if line.strip())     # SST's PTB files: a parse a line
         return (self._line(line, name, i, jsonl) for i, line in lines)
 
     def _line(self, line: str, name: str, i: int, jsonl: bool):
@@ -169,6 +171,12 @@ class InputReader:
                           text_col=self.config.get("text_col") or "text", pair_col=pair_col, label_col=None,
                           encoding=encoding or self.config.get("encoding") or "utf-8")
         return (ex.text if self.kind == "text" else {"text": ex.text, "pair": ex.pair} for ex in rows)
+
+
+def _a_file_of_trees(file) -> bool:
+    """A file the readers take for parses as a whole (every line bracketed, as SST's PTB files)."""
+    from ..data.readers import file_format
+    return file_format(file).trees
 
 
 def _text(x: dict, key: str) -> str:
