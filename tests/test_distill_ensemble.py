@@ -46,3 +46,17 @@ def test_distill_takes_several_teachers_and_the_student_names_them(teachers, tmp
     assert json.loads(capsys.readouterr().out)["test"]["accuracy"] > 0
     config = json.loads((out / "config.json").read_text())
     assert config["distillation"]["teacher"].split(",") == [str(one.resolve()), str(other.resolve())]
+
+
+def test_a_killed_distillation_resumes_as_a_training_does(teachers, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
+    one, _ = teachers
+    out = tmp_path / "student"
+    argv = ["distill", str(one), "--model", "bov", "--epochs", "1", "--threads", "1", "--no-progress",
+            "--keep-checkpoints", "--out", str(out)]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main(["distill", str(one), "--resume", str(out), "--epochs", "2", "--no-progress"]) == 0
+    resumed = json.loads((out / "metrics.json").read_text())
+    assert resumed["info"]["epochs_run"] == 2 and first["test"]["accuracy"] > 0
+    assert "drop --config" not in capsys.readouterr().err

@@ -46,6 +46,8 @@ def distill_run(teachers, options: dict, log=print) -> dict:
     """Train the student ``options`` describe on the logits of a teacher run (or of several: an
     ensemble, their logits averaged), reading the first teacher's data unless ``options`` name
     other data; the student's metrics. The student's config.json names every teacher."""
+    if options.get("resume"):              # the student's own config.json names its teachers and data
+        return train_run(options, log=log)
     teachers = [teachers] if isinstance(teachers, (str, Path)) else list(teachers)
     for t in teachers:
         if "," in str(t):
