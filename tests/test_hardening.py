@@ -282,3 +282,30 @@ def test_a_model_too_large_to_allocate_says_its_size_and_the_memory_it_needs(tmp
     from adaptext import create_model
     with pytest.raises(UsageError, match=r"model bov with --hidden 1000000000 is too large: [\d,]+ parameters"):
         create_model("bov", num_classes=2, vocab_size=5000, hidden=1_000_000_000)
+
+
+# ----------------------------------------------------------------------- messages
+def test_config_files_with_a_key_twice_or_a_folder_are_named(tmp_path, capsys):
+    yaml_file = tmp_path / "c.yaml"
+    yaml_file.write_text("epochs: 1\nlr: 0.1\nepochs: 3\n")
+    assert main(["train", "--config", str(yaml_file), "--out", str(tmp_path / "r")]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {yaml_file}:3: 'epochs' is set twice"
+    json_file = tmp_path / "c.json"
+    json_file.write_text('{\n "lr": 0.1,\n "lr": 0.2\n}\n')
+    assert main(["train", "--config", str(json_file), "--out", str(tmp_path / "r")]) == 2
+    assert "'lr' is set twice" in capsys.readouterr().err
+    assert main(["train", "--config", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert "a folder, not a config file" in capsys.readouterr().err
+
+
+def test_a_tree_student_is_refused_by_its_own_name(kim_run, tmp_path, capsys):
+    assert main(["distill", str(kim_run), "--model", "treelstm", "--out", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "--model treelstm reads tree/tree_pair examples" in err and str(kim_run) not in err
+
+
+def test_unlabelled_texts_in_cp1252_are_read(tmp_path):
+    from adaptext.training.distill import unlabeled_texts
+    f = tmp_path / "more.txt"
+    f.write_bytes("a caf\xe9 scene\nanother one\n".encode("cp1252"))
+    assert [t.text for t in unlabeled_texts(f)] == ["a café scene", "another one"]

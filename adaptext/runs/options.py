@@ -196,26 +196,49 @@ def load_config_file(path) -> dict:
     """Options from a JSON or YAML file (a run's ``config.json`` among them), flattened; a file
     that does not parse is a ``DataError`` naming its line."""
     path = Path(path)
+    if path.is_dir():
+        raise DataError(path, None, "a folder, not a config file (a run's is RUN/config.json)")
     if not path.is_file():
         raise DataError(path, None, "no such config file")
     text = path.read_text(encoding="utf-8", errors="replace")
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-        try:
-            data = yaml.safe_load(text) or {}
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            raise DataError(path, mark.line + 1 if mark else None,
-                            f"invalid YAML ({getattr(e, 'problem', None) or e})") from None
-    else:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise DataError(path, e.lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
+    data = _yaml(path, text) if path.suffix.lower() in (".yaml", ".yml") else _json(path, text)
     if not isinstance(data, dict):
         raise DataError(path, None, "a config file must hold one mapping of options")
     data = {k.replace("-", "_"): v for k, v in flatten(data).items()}
     return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def _json(path: Path, text: str):
+    def unique(pairs):
+        keys = [k for k, _ in pairs]
+        twice = next((k for k in keys if keys.count(k) > 1), None)
+        if twice is not None:                 # json keeps the last silently: say which was meant
+            raise DataError(path, line_of(path, twice), f"{twice!r} is set twice")
+        return dict(pairs)
+    try:
+        return json.loads(text, object_pairs_hook=unique)
+    except json.JSONDecodeError as e:
+        raise DataError(path, e.lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
+
+
+def _yaml(path: Path, text: str):
+    import yaml
+
+    class UniqueKeys(yaml.SafeLoader):        # PyYAML keeps the last of two equal keys silently
+        def construct_mapping(self, node, deep=False):
+            seen = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=deep)
+                if key in seen:
+                    raise DataError(path, key_node.start_mark.line + 1, f"{key!r} is set twice")
+                seen.add(key)
+            return super().construct_mapping(node, deep)
+    try:
+        return yaml.load(text, Loader=UniqueKeys) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise DataError(path, mark.line + 1 if mark else None,
+                        f"invalid YAML ({getattr(e, 'problem', None) or e})") from None
 
 
 def line_of(path, key: str) -> int | None:

@@ -84,7 +84,8 @@ def rewrite(tokens: list[str], tags: list[str], pools: dict, rng: random.Random)
 
 def unlabeled_texts(path) -> list:
     from ..data.lines import iter_lines
-    texts = [TextExample(line.strip(), None, f"{path}:{i}") for i, line in iter_lines(path, "utf-8") if line.strip()]
+    # read as UTF-8, else cp1252, else Latin-1 (no --encoding reaches this file)
+    texts = [TextExample(line.strip(), None, f"{path}:{i}") for i, line in iter_lines(path, "auto") if line.strip()]
     if not texts:
         raise DataError(path, None, "no texts in the file of unlabelled texts")
     return texts

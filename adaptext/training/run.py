@@ -13,7 +13,8 @@ from ..data.datasets import Splits, holdout
 from ..data.errors import BadLines, DataError, UsageError
 from ..data.examples import as_examples
 from ..runs.files import read_json, writer_lock
-from ..runs.contract import PATH_KEYS, RESUME_MAY_CHANGE
+from ..registry import get_entry
+from ..runs.contract import DEFAULT_MODEL, PATH_KEYS, RESUME_MAY_CHANGE
 from ..runs.options import check_new_run, resolve
 from ..runs.spec import write_config
 from ..runs.splits import DEMO, as_trees, load_data, reads_trees
@@ -48,6 +49,10 @@ def distill_run(teachers, options: dict, log=print) -> dict:
     other data; the student's metrics. The student's config.json names every teacher."""
     if options.get("resume"):              # the student's own config.json names its teachers and data
         return train_run(options, log=log)
+    student = get_entry(options.get("model") or DEFAULT_MODEL)
+    if not {"text", "pair"} & set(student.inputs):
+        raise UsageError(f"--model {student.name} reads {'/'.join(student.inputs)} examples; a student learns a "
+                         "teacher's logits on texts or pairs: choose a text or pair model (adaptext models)")
     teachers = [teachers] if isinstance(teachers, (str, Path)) else list(teachers)
     for t in teachers:
         if "," in str(t):
