@@ -223,14 +223,14 @@ def cmd_datasets(argv) -> int:
     from .data.datasets import data_root, dataset_table
     rows = dataset_table(a.data_dir)
     if a.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(list(rows), indent=2))
         return 0
     root = data_root(a.data_dir)
     print(f"data root: {root if root else '(none: set ADAPTEXT_DATA or --data-dir)'}")
-    print(f"{'name':<14} {'task':<20} {'classes':>7} {'train':>9} {'dev':>13} {'test':>11}  description")
-    for r in rows:
+    print(f"{'name':<14} {'task':<20} {'classes':>7} {'train':>9} {'dev':>13} {'test':>11}  description", flush=True)
+    for r in rows:                             # each row as soon as its splits are counted
         print(f"{r['name']:<14} {r['task']:<20} {str(r['classes'] or '-'):>7} {str(r['train']):>9} "
-              f"{str(r['dev']):>13} {str(r['test']):>11}  {r['description']}")
+              f"{str(r['dev']):>13} {str(r['test']):>11}  {r['description']}", flush=True)
     return 0
 
 

@@ -31,9 +31,12 @@ def test_a_grid_trains_every_point_once_and_a_rerun_adds_none(data, tmp_path, ca
     argv = ["sweep", "--grid", "lr=0.5,1.0", "batch_size=25,50", "--out", str(out), "--optimizer", "adadelta",
             *SHARED, *data]
     assert main(argv) == 0
-    summary = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    summary = json.loads(said.out)
     rows = list(csv.DictReader(open(out / "trials.csv")))
     assert summary["complete"] == 4 and len(rows) == 4
+    progress = [line for line in said.err.splitlines() if line.startswith("trial trial-")]
+    assert len(progress) == 4 and all("dev accuracy" in line for line in progress)      # a line per trial
     assert sorted((r["lr"], r["batch_size"]) for r in rows) == [("0.5", "25"), ("0.5", "50"), ("1.0", "25"),
                                                                 ("1.0", "50")]
     for r in rows:                                       # each trial an ordinary run, with its options

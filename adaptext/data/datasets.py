@@ -300,14 +300,13 @@ def load_files(train, dev=None, test=None, fmt="auto", on_bad_line="error", cv: 
     return Splits(tr, dv, te, Path(train).name, kind, multilabel, bad, from_train, folds)
 
 
-def dataset_table(data_dir=None) -> list[dict]:
-    """One row per named dataset: its task, classes and the counted size of each split."""
-    rows = []
+def dataset_table(data_dir=None):
+    """One row per named dataset, as each is counted (reading them all takes a while): its task,
+    classes and the counted size of each split."""
     for name, info in DATASETS.items():
         sizes, classes = _split_sizes(name, info, data_dir)
-        rows.append({"name": name, "task": info.kind + (" multi-label" if info.multilabel else ""),
-                     "classes": classes, **sizes, "description": info.description})
-    return rows
+        yield {"name": name, "task": info.kind + (" multi-label" if info.multilabel else ""),
+               "classes": classes, **sizes, "description": info.description}
 
 
 def _split_sizes(name: str, info: DatasetInfo, data_dir) -> tuple[dict, int | None]:

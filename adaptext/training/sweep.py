@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import sys
 import re
 import time
 import traceback
@@ -207,16 +208,23 @@ class Sweep:
         params = {d.name: d.suggest(trial) for d in self.dims}
         run = trial.user_attrs.get("run") or str(self.out / f"trial-{trial.number}")
         trial.set_user_attr("run", run)
+        started = time.perf_counter()
         try:
-            return dev_score(self._train(trial, params, Path(run)), self.monitor)
+            score = dev_score(self._train(trial, params, Path(run)), self.monitor)
         except _optuna().TrialPruned:
+            print(f"trial {Path(run).name}: pruned", file=sys.stderr, flush=True)
             raise
         except Exception as e:               # the trial fails; the sweep goes on with the others
             Path(run).mkdir(parents=True, exist_ok=True)
             (Path(run) / "error.txt").write_text(traceback.format_exc())
             said = str(e) if isinstance(e, UsageError) else f"{type(e).__name__}: {e}"
             trial.set_user_attr("error", " ".join(said.split())[:300])
+            print(f"trial {Path(run).name}: failed ({trial.user_attrs['error']})", file=sys.stderr, flush=True)
             raise
+        shown = ", ".join(f"{k}={v}" for k, v in params.items())
+        print(f"trial {Path(run).name} ({shown}): dev {self.monitor} {score:.2f}, "
+              f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        return score
 
     def _train(self, trial, params: dict, run: Path) -> dict:
         """The trial's metrics: its run trained, resumed from its checkpoint, or read back when it
