@@ -21,12 +21,17 @@ def load_data(cfg: dict, stored: bool = False, log=print):
     """The run's ``Splits``: its training file (with --dev / --test files) or a named dataset.
     ``stored``: a file of texts, pairs or contexts is read into token stores (see ``uses_store``).
     A tree model given texts or pairs reads them parsed (``--parser``)."""
-    splits = _read_splits(cfg, stored, log)
-    if reads_trees(cfg) and splits.kind in ("text", "pair"):
-        from ..parse import tree_kind
-        splits = dataclasses.replace(splits, train=as_trees(cfg, splits.train), dev=as_trees(cfg, splits.dev),
-                                     test=as_trees(cfg, splits.test), kind=tree_kind(splits.kind))
-    return splits
+    return parsed_for(cfg, _read_splits(cfg, stored, log))
+
+
+def parsed_for(cfg: dict, splits):
+    """``splits`` as the run's model reads them: a tree model's texts or pairs parsed, any other
+    splits as they are."""
+    if not (reads_trees(cfg) and splits.kind in ("text", "pair")):
+        return splits
+    from ..parse import tree_kind
+    return dataclasses.replace(splits, train=as_trees(cfg, splits.train), dev=as_trees(cfg, splits.dev),
+                               test=as_trees(cfg, splits.test), kind=tree_kind(splits.kind))
 
 
 def reads_trees(cfg: dict) -> bool:

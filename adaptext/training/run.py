@@ -4,7 +4,6 @@ a run on examples in memory); the rules of a run directory (new, resumed, writab
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 from pathlib import Path
@@ -17,7 +16,7 @@ from ..registry import get_entry
 from ..runs.contract import DEFAULT_MODEL, PATH_KEYS, RESUME_MAY_CHANGE
 from ..runs.options import check_new_run, resolve
 from ..runs.spec import write_config
-from ..runs.splits import DEMO, as_trees, load_data, reads_trees
+from ..runs.splits import DEMO, load_data, parsed_for
 from .cv import cross_validate
 from .distill import teacher_data_options
 from .engine import is_rank_zero
@@ -74,11 +73,7 @@ def fit_examples(train, dev=None, test=None, log=print, **options) -> tuple[Path
     if held_out:
         train, dev = holdout(train)
     multilabel = any(isinstance(ex.label, tuple) for ex in train)
-    splits = Splits(train, dev, test, IN_MEMORY, train[0].kind, multilabel, BadLines(), held_out)
-    if reads_trees(cfg) and splits.kind in ("text", "pair"):
-        from ..parse import tree_kind
-        splits = dataclasses.replace(splits, train=as_trees(cfg, train), dev=as_trees(cfg, dev),
-                                     test=as_trees(cfg, test), kind=tree_kind(splits.kind))
+    splits = parsed_for(cfg, Splits(train, dev, test, IN_MEMORY, train[0].kind, multilabel, BadLines(), held_out))
     with _one_writer(out):
         return out, _train(cfg, splits, out, False, log, ())
 
