@@ -8,6 +8,12 @@ prediction throughput (sentences/s, batch 64) measured in the same run beside th
         --out /tmp/distill.json                    # a slice
     python benchmarks/distill_table.py --datasets sst2 --students ac_cnn --seed 3 --out s3.json   # one seed
     python benchmarks/distill_table.py --merge a.json b.json
+    python benchmarks/distill_table.py --datasets sst2 --teacher-data sst2-phrases --seed 2 --teachers-only
+    python benchmarks/distill_table.py --datasets sst2 --students bilstm-64 --seed 1 --ensemble --out s1.json
+
+With --ensemble every student learns the mean logits of the teachers of all --seeds (trained, or
+read back from --keep, first: --teachers-only trains them alone, e.g. in parallel slices), and the
+ensemble's own test accuracy is a row (written by the slice that holds seed 1).
 
 Teachers and students are kept under --keep (default ~/.cache/adaptext/runs/distill), so a killed
 slice resumes and students reuse their teacher.
@@ -64,6 +70,16 @@ def args():
     ap.add_argument("--teacher-data", default=None, metavar="NAME",
                     help="the named dataset the teachers train on, with the same dev and test sentences (e.g. "
                          "sst2-phrases: every labelled phrase of the training trees); default the dataset's own")
+    ap.add_argument("--ensemble", action="store_true",
+                    help="distil every student from the mean logits of the teachers of all --seeds")
+    ap.add_argument("--ensemble-seeds", type=int, default=None, metavar="N",
+                    help="with --seed (a slice): the ensemble's teachers are seeds 1..N (default --seeds)")
+    ap.add_argument("--teachers-only", action="store_true",
+                    help="train the teachers of the seeds and stop (their rows only, written when --out is given)")
+    ap.add_argument("--where", default=None, metavar="TEXT",
+                    help="the machine that trained the runs this slice reads back from --keep, when not this one")
+    ap.add_argument("--no-throughput", action="store_true",
+                    help="no sentences/s rows (a slice run on a machine other than the one the table reports)")
     ap.add_argument("--keep", default=str(Path.home() / ".cache" / "adaptext" / "runs" / "distill"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--accelerator", default="auto", help="where teachers and students train (throughput is "
@@ -125,48 +141,79 @@ def cell(keep: Path, name: str, opts: dict) -> tuple[dict, Path]:
     return m, run
 
 
+def teacher_run(a, keep: Path, dataset: str, seed: int) -> tuple[dict, Path]:
+    base = {"data": a.teacher_data or DATA_NAME[dataset], "accelerator": a.accelerator}
+    return cell(keep, f"transformer-{a.teacher_data or dataset}-seed{seed}", {**TEACHER, **base, "seed": seed})
+
+
+def ensemble_accuracy(teachers: list[Path], dataset: str) -> float | None:
+    """Test accuracy of the mean of the teachers' logits (the soft targets their students learn);
+    None when the teachers' weights are not on this machine (kept runs trained elsewhere)."""
+    import numpy as np
+    if not all((t / "model.safetensors").is_file() for t in teachers):
+        print("teacher ensemble: its weights are not here; no ensemble row from this slice", flush=True)
+        return None
+    from adaptext.data.datasets import load_named
+    from adaptext.training.distill import teacher_logits
+    test = load_named(DATA_NAME[dataset], str(common.DATA)).test
+    labels = sorted({ex.label for ex in test})
+    logits = teacher_logits(",".join(map(str, teachers)), test, labels, log=lambda *_: None)
+    return 100.0 * float(np.mean([labels[i] == ex.label for i, ex in zip(logits.argmax(1), test)]))
+
+
 def dataset_rows(a, dataset: str) -> list[dict]:
     keep = Path(a.keep)
     rows, texts = [], test_texts(dataset)
     base = {"data": DATA_NAME[dataset], "accelerator": a.accelerator}
     accs, speed = {}, {}
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
+    teachers, teacher_label = {}, "teacher"
     for seed in seeds:
-        m, teacher = cell(keep, f"transformer-{a.teacher_data or dataset}-seed{seed}",
-                          {**TEACHER, **base, "data": a.teacher_data or base["data"], "seed": seed})
-        accs.setdefault(("transformer", "teacher"), []).append(m["test"]["accuracy"])
-        if seed == 1:
-            speed[("transformer", "teacher")] = throughput(teacher, texts)
+        m, teachers[seed] = teacher_run(a, keep, dataset, seed)
+        accs.setdefault(("transformer", teacher_label), []).append(m["test"]["accuracy"])
+    ensemble = []
+    if a.ensemble and not a.teachers_only:
+        ensemble = [teacher_run(a, keep, dataset, s)[1] for s in range(1, (a.ensemble_seeds or a.seeds) + 1)]
+        acc = ensemble_accuracy(ensemble, dataset) if 1 in seeds else None
+        if acc is not None:
+            accs[("transformer", f"teacher ensemble ({len(ensemble)} seeds)")] = [acc]
+    measure = not (a.no_throughput or a.teachers_only)
+    if measure and 1 in seeds:
+        speed[("transformer", teacher_label)] = throughput(teachers[1], texts)
+    for seed in seeds if not a.teachers_only else ():
+        teacher = ",".join(map(str, ensemble)) if ensemble else str(teachers[seed])
         for student in a.students.split(","):
             options, label = STUDENTS[student]
             opts = {"model": student, **options, **base, "seed": seed, "epochs": a.student_epochs}
             model = opts["model"]
             m, run = cell(keep, f"{student}-{dataset}-seed{seed}", opts)
             accs.setdefault((model, "undistilled" + label), []).append(m["test"]["accuracy"])
-            dist = {**opts, "teacher": str(teacher), "augment": a.augment, "alpha": 0.0}
-            slug_teacher = f"-t{a.teacher_data}" if a.teacher_data else ""
-            variants = [("distilled", "distilled", dist)]             # (row label, run-name slug, options)
+            dist = {**opts, "teacher": teacher, "augment": a.augment, "alpha": 0.0}
+            slug_teacher = (f"-t{a.teacher_data}" if a.teacher_data else "") + (f"-ens{len(ensemble)}" if ensemble else "")
+            of = f", {len(ensemble)}-teacher ensemble" if ensemble else ""
+            variants = [("distilled" + of, "distilled", dist)]             # (row label, run-name slug, options)
             if a.vectors:
-                variants.append(("distilled, transformer vectors", "distilled-vectors",
+                variants.append(("distilled, transformer vectors" + of, "distilled-vectors",
                                  {**dist, "embeddings": "transformer"}))
             if a.phrases and dataset.startswith("sst"):
-                variants.append(("distilled, + SST phrases", "distilled-phrases",
+                variants.append(("distilled, + SST phrases" + of, "distilled-phrases",
                                  {**dist, "unlabeled": str(sst_phrases(keep))}))
             if a.imdb and dataset.startswith("sst"):
-                variants.append((f"distilled, + {a.imdb:,} IMDB sentences", f"distilled-imdb{a.imdb}",
+                variants.append((f"distilled, + {a.imdb:,} IMDB sentences" + of, f"distilled-imdb{a.imdb}",
                                  {**dist, "unlabeled": str(imdb_sentences(keep, a.imdb))}))
             for variant, slug, o in variants:
                 m, run = cell(keep, f"{student}-{slug}{slug_teacher}-a{a.augment}-{dataset}-seed{seed}", o)
                 accs.setdefault((model, variant + label), []).append(m["test"]["accuracy"])
-                if seed == 1:
+                if measure and seed == 1:
                     speed[(model, variant + label)] = throughput(run, texts)
     for (model, variant), values in accs.items():
+        seeds_of = list(range(1, len(ensemble) + 1)) if "ensemble (" in variant else seeds
         rows.append({"model": model, "variant": variant, "dataset": dataset, "split": "test", "metric": "accuracy",
-                     **common.stats(values), "seeds": seeds})
+                     **common.stats(values), "seeds": seeds_of})
     for (model, variant), v in speed.items():
         rows.append({"model": model, "variant": variant, "dataset": dataset, "metric": "sentences_per_s",
                      "mean": round(v, 1), "n": 1, "baseline": "transformer",
-                     "ratio": round(v / speed[("transformer", "teacher")], 2)})
+                     "ratio": round(v / speed[("transformer", teacher_label)], 2)})
     return rows
 
 
@@ -180,6 +227,8 @@ def main() -> None:
     partial = a.seed or a.seeds < 3 or a.datasets != "sst2,trec" or a.students != ",".join(STUDENTS)
     common.require_out(a, partial)
     rows = [r for d in a.datasets.split(",") for r in dataset_rows(a, d)]
+    if a.teachers_only and not a.out:
+        return
     notes = (f"Teacher: transformer (all-MiniLM-L6-v2) fine-tuned {TEACHER['epochs']} epochs, lr {TEACHER['lr']}"
              f"{f', on {a.teacher_data}' if a.teacher_data else ''}. "
              f"Students: their own training defaults, {a.student_epochs} epochs at most, undistilled, and distilled "
@@ -188,9 +237,12 @@ def main() -> None:
              f"pretrained encoder over the training texts, non-static; '+ SST phrases': the 156,658 distinct "
              f"phrases of the SST training trees, as the trees write them, added to the transfer set as unlabelled "
              f"texts; '+ N IMDB sentences': N sentences of the IMDB training reviews, 4-50 words, drawn with seed 1, "
-             f"added likewise, their words joining the student's vocabulary). Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
-             f"{a.threads} threads, best of 3 passes, seed 1's run.")
-    print(common.write("distill_table", rows, notes, a.out))
+             f"added likewise, their words joining the student's vocabulary; 'N-teacher ensemble': distilled from the mean "
+             f"logits of the teachers of seeds 1..N, whose own row is 'teacher ensemble'). " + (
+                 "No throughput rows (benchmarks/frontier.py measures speed)." if a.no_throughput else
+                 f"Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
+                 f"{a.threads} threads, best of 3 passes, seed 1's run."))
+    print(common.write("distill_table", rows, notes, a.out, where=a.where))
 
 
 if __name__ == "__main__":
