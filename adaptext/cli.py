@@ -164,6 +164,8 @@ def cmd_evaluate(argv) -> int:
     a = p.parse_args(argv)
     from . import load
     from .runs.evaluate import evaluate_run
+    from .runs.threads import use_threads
+    use_threads()
     clf = load(a.run_dir)
     if a.encoding:
         clf.config["encoding"] = a.encoding
@@ -185,6 +187,8 @@ def cmd_predict(argv) -> int:
     p.add_argument("--encoding", default=None, help="encoding of FILE or stdin (default: the run's, else utf-8)")
     a = p.parse_args(argv)
     from . import load
+    from .runs.threads import use_threads
+    use_threads()
     clf = load(a.run_dir)
     for d in clf.predict_stream(clf.pipeline.reader.stream(a.file, a.encoding), a.batch_size):
         print(json.dumps(d))
@@ -295,6 +299,7 @@ def cmd_explain(argv) -> int:
 
 def explain_words(clf, a) -> int:
     from .explain.word_report import text_report, write_report
+    check_second_input(clf.pipeline.reader.kind, a)
     inputs = ([{"text": t, "pair": a.pair} for t in a.text] if a.pair is not None else
               [{"text": t, "contexts": a.context} for t in a.text] if a.context else a.text)
     records = clf.explain(inputs, a.label, a.steps)
@@ -304,6 +309,18 @@ def explain_words(clf, a) -> int:
     else:
         print(text_report(records))
     return 0
+
+
+def check_second_input(kind: str, a) -> None:
+    """--pair goes with a pair model and --context with a contexts model, and each needs its own:
+    without this check one is dropped unseen or the model asks for a JSON object."""
+    wants = {"pair": "--pair", "tree_pair": "--pair", "contexts": "--context"}.get(kind)
+    given = "--pair" if a.pair is not None else "--context" if a.context else None
+    if given == wants:
+        return
+    if wants is None:
+        raise UsageError(f"{a.run_dir} reads {kind} input: {given} is for pair and contexts models; drop it")
+    raise UsageError(f"{a.run_dir} reads {kind} input: give {wants} TEXT with each --text")
 
 
 # ----------------------------------------------------------------------- serve, export

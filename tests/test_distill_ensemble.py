@@ -60,3 +60,21 @@ def test_a_killed_distillation_resumes_as_a_training_does(teachers, tmp_path, mo
     resumed = json.loads((out / "metrics.json").read_text())
     assert resumed["info"]["epochs_run"] == 2 and first["test"]["accuracy"] > 0
     assert "drop --config" not in capsys.readouterr().err
+
+
+def test_a_student_told_its_data_does_not_inherit_the_teachers_splits(tmp_path, monkeypatch):
+    """A teacher trained on files with --dev/--test; a student told --data trec-demo reads that
+    dataset's own splits (the teacher's --dev/--test were once carried over and blamed)."""
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
+    questions = bundled_examples("text", 5452)
+    for name, part in (("train", questions[:600]), ("dev", questions[600:700]), ("test", questions[700:800])):
+        (tmp_path / f"{name}.tsv").write_text("label\ttext\n" + "".join(f"{q.label}\t{q.text}\n" for q in part))
+    teacher = tmp_path / "teacher"
+    train_run({**SMALL, "data": str(tmp_path / "train.tsv"), "dev": str(tmp_path / "dev.tsv"),
+               "test": str(tmp_path / "test.tsv"), "out": str(teacher)})
+    out = tmp_path / "student"
+    assert main(["distill", str(teacher), "--data", "trec-demo", "--model", "bov", "--epochs", "1",
+                 "--threads", "1", "--no-progress", "--out", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())["data"]
+    assert (config["data"], config["dev"], config["test"]) == ("trec-demo", None, None)
+    assert json.loads((out / "metrics.json").read_text())["test"]["n"] == 500     # the demo's own test split

@@ -272,6 +272,25 @@ def test_explain_refuses_steps_past_the_limit_and_an_out_that_is_a_file(kim_run,
         one_line_error(capsys, "report: --out is a file, not a folder")
 
 
+def test_explain_words_refuses_a_second_input_the_model_does_not_read(kim_run, capsys):
+    assert main(["explain", "words", str(kim_run), "--text", QUESTION, "--pair", "x"]) == 2
+    one_line_error(capsys, "reads text input: --pair is for pair and contexts models; drop it")
+    assert main(["explain", "words", str(kim_run), "--text", QUESTION, "--context", "x"]) == 2
+    one_line_error(capsys, "reads text input: --context is for pair and contexts models; drop it")
+
+
+@pytest.mark.parametrize("kind,flags,said", [("pair", {}, "give --pair TEXT"),
+                                             ("tree_pair", {}, "give --pair TEXT"),
+                                             ("contexts", {"pair": "x"}, "give --context TEXT"),
+                                             ("contexts", {}, "give --context TEXT")])
+def test_a_pair_or_contexts_model_asks_for_its_own_second_input(kind, flags, said):
+    from argparse import Namespace
+    from adaptext.cli import check_second_input
+    with pytest.raises(UsageError, match=said):
+        check_second_input(kind, Namespace(run_dir="RUN", pair=flags.get("pair"), context=[]))
+    check_second_input("pair", Namespace(run_dir="RUN", pair="x", context=[]))        # no error
+
+
 def test_a_model_too_large_to_allocate_says_its_size_and_the_memory_it_needs(tmp_path, capsys):
     # a billion hidden units: 1.1 TiB of weights, more than any machine this runs on can allocate
     assert main(["train", "--model", "bov", "--hidden", "1000000000", "--epochs", "1", "--no-progress",

@@ -106,7 +106,7 @@ class EngineOptions:
     devices: int = opt(1, "devices (processes with --strategy ddp)", lowest=1, resume=True)
     strategy: str = opt("auto", "Lightning strategy, e.g. ddp", resume=True)
     num_nodes: int = opt(1, "machines (with --strategy ddp)", lowest=1, resume=True)
-    threads: int = opt(0, "torch CPU threads (0: torch's default)", lowest=0, resume=True)
+    threads: int = opt(0, "torch CPU threads (0: the cores other work leaves free)", lowest=0, resume=True)
     checkpoint_every: int = opt(0, "also checkpoint every N training steps (for --resume mid-epoch)", lowest=0,
                                 resume=True)
     keep_checkpoints: bool = opt(False, "keep checkpoints/ (the resume state) once the run has finished",

@@ -6,9 +6,9 @@ import shutil
 import time
 from pathlib import Path
 
-import torch
 
 from ..data.datasets import Splits
+from ..runs.threads import use_threads
 from .engine import fit, quiet_engine
 from .outputs import evaluate, run_info, save
 from .prepare import prepare
@@ -21,8 +21,7 @@ def fit_one(cfg: dict, splits: Splits, out: Path, resume: bool = False, log=prin
     quiet_engine()
     started = time.perf_counter()
     L.seed_everything(cfg["seed"], workers=True, verbose=False)
-    if cfg["threads"]:
-        torch.set_num_threads(cfg["threads"])
+    use_threads(cfg["threads"])
     prepared = prepare(cfg, splits.train, splits.dev, splits.test, splits.kind, splits.multilabel, log)
     model = prepared.spec.build_model(prepared.vectors)
     fitted = fit(cfg, model, prepared, out, resume, started, extra)

@@ -58,7 +58,9 @@ def distill_run(teachers, options: dict, log=print) -> dict:
             raise DataError(t, None, "a teacher run directory whose name holds a comma cannot be read (the teachers "
                                      "of an ensemble are written comma-separated): rename it")
     joined = ",".join(str(Path(t).resolve()) for t in teachers)
-    return train_run({**options, "teacher": joined}, teacher_data_options(teachers[0]), log=log)
+    # the teacher's splits and columns belong to its data: a student told --data reads that data alone
+    inherited = {} if options.get("data") else teacher_data_options(teachers[0])
+    return train_run({**options, "teacher": joined}, inherited, log=log)
 
 
 def fit_examples(train, dev=None, test=None, log=print, **options) -> tuple[Path, dict]:
