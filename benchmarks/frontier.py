@@ -96,6 +96,11 @@ def points() -> list[dict]:
         model, variant = options.get("model", student), "distilled" + suffix
         pts.append({"label": label, "options": {"model": model, **options},
                     "acc": {"sst2": [(sst2, model, variant)], "trec": [(trec, model, variant)]}})
+    # the BiLSTM-64 distilled from three phrase-trained teachers over the training trees' phrases (SST-2 only)
+    options, _ = distill_table.STUDENTS["bilstm-64"]
+    pts.append({"label": "BiLSTM (1 layer, 64 units) distilled, phrases, 3 teachers", "options": dict(options),
+                "acc": {"sst2": [("distill_ensemble", "lstm", "distilled, + SST phrases, 3-teacher ensemble, "
+                                                               "one-layer BiLSTM (64 a direction)")]}})
     pts.append({"label": "fastText (bigrams)", "fasttext": True, "acc": both("kim_table", "fasttext", "bigrams")})
     return pts
 
