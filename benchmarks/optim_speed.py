@@ -1,5 +1,5 @@
 """Training steps per second of kim_cnn on real MR batches with torch.optim's Adadelta / Adagrad
-against adaptext.training.optim's, which update only the embedding rows a batch uses; in one
+against adaptext.optim's, which update only the embedding rows a batch uses; in one
 process, the same model, initial weights and batches for both, as ratios.
 
 Rows: kim_cnn with 300-d word vectors (CNN-rand, Kim's size) and 50-d (the GloVe subset's
@@ -27,7 +27,7 @@ import common  # noqa: E402
 from adaptext.data.datasets import load_named  # noqa: E402
 from adaptext.data.text import Tokenizer, Vocab  # noqa: E402
 from adaptext.registry import create_model  # noqa: E402
-from adaptext.training.optim import Adadelta, Adagrad, param_groups  # noqa: E402
+from adaptext.optim import Adadelta, Adagrad, param_groups  # noqa: E402
 
 OPTIMIZERS = {
     "adadelta": (lambda p: torch.optim.Adadelta(p, lr=1.0, rho=0.95, eps=1e-6),

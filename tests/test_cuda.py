@@ -10,9 +10,9 @@ from lightning_utilities.core.apply_func import apply_to_collection
 
 from adaptext.nn.adaptive import AdaptiveConv1d
 from adaptext.nn.qrnn import linear_scan
-from adaptext.training.optim import Adadelta, Adagrad, param_groups
+from adaptext.optim import Adadelta, Adagrad, param_groups
 
-from conftest import collate_for, distil_small, needs_data, registered_case
+from conftest import collate_for, distil_small, registered_case
 from test_adaptive import C_IN, C_OUT, G, naive_forward, padded_batch
 from test_encoders import scan_reference
 from test_optim import Bag, batches, train
@@ -39,7 +39,6 @@ def logits_of(out):
     return out["logits"] if isinstance(out, dict) else out
 
 
-@needs_data
 @pytest.mark.parametrize("name,kind", CASES, ids=[f"{n}-{k}" for n, k in CASES])
 def test_model_on_cuda_equals_cpu(name, kind):
     torch.manual_seed(0)
@@ -103,7 +102,6 @@ def test_row_lazy_optimisers_on_cuda(ours, ref, kw):
         assert torch.allclose(pa.cpu(), pb, atol=1e-5, rtol=1e-4), name
 
 
-@needs_data
 def test_run_trained_on_gpu_predicts_the_same_on_cpu(tmp_path, monkeypatch):
     import adaptext
     from adaptext.training import fit, run
@@ -127,7 +125,6 @@ def test_run_trained_on_gpu_predicts_the_same_on_cpu(tmp_path, monkeypatch):
         assert all(abs(x["probs"][k] - y["probs"][k]) < 1e-4 for k in x["probs"])
 
 
-@needs_data
 def test_a_student_trained_on_the_gpu_gets_its_teachers_logits_from_the_gpu(tmp_path, monkeypatch):
     from adaptext import load
     from adaptext.data.examples import TextExample

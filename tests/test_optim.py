@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from adaptext.training.optim import Adadelta, Adagrad, param_groups
+from adaptext.optim import OPTIMIZERS, Adadelta, Adagrad, param_groups
 
 
 class Bag(nn.Module):
@@ -84,3 +84,23 @@ def test_state_round_trip():
     train(a, opt, 10)
     train(b, opt_b, 10)
     assert torch.equal(a.embed.weight, b.embed.weight)
+
+
+def test_the_optimizer_choices_are_the_optimisers_that_can_be_built():
+    """--optimizer offers exactly the names a run can build, each with the run's lr and weight
+    decay on every parameter, the embedding matrix in a group of its own."""
+    from adaptext.runs.contract import OPTIONS
+    assert OPTIONS["optimizer"].meta["choices"] == tuple(OPTIMIZERS)
+    assert OPTIONS["optimizer"].default in OPTIMIZERS
+    kinds = {"adam": torch.optim.Adam, "adagrad": Adagrad, "adadelta": Adadelta, "sgd": torch.optim.SGD}
+    assert set(kinds) == set(OPTIMIZERS)
+    for name, build in OPTIMIZERS.items():
+        model = Bag()
+        opt = build(model, lr=0.125, weight_decay=0.01)
+        assert type(opt) is kinds[name], name
+        assert [(g["lr"], g["weight_decay"]) for g in opt.param_groups] == [(0.125, 0.01)] * 2, name
+        assert opt.param_groups[1]["params"] == [model.embed.weight], name
+        assert sorted(id(p) for g in opt.param_groups for p in g["params"]) == sorted(map(id, model.parameters()))
+        before = model.embed.weight.detach().clone()
+        train(model, opt, 2)
+        assert not torch.equal(model.embed.weight, before), name

@@ -70,3 +70,97 @@ def test_killed_mid_epoch_and_resumed_matches_uninterrupted(tmp_path):
     # the epoch cut by the kill counts its seconds before the kill: its rate is not its examples over the rest
     resumed_epoch = next(r for r in csv.DictReader(open(killed / "log.csv")) if r["epoch"] == "3")
     assert float(resumed_epoch["seconds"]) >= epoch_part > 0
+
+
+# ----------------------------------------------------------------------- the resume state
+class _Loader:
+    """A training loader as the module sees it: its length, and where a resumed run starts."""
+
+    def __init__(self, batches: int = 10):
+        self.batches, self.resumed_at = batches, None
+
+    def __len__(self):
+        return self.batches
+
+    def resume(self, epoch: int, batch: int) -> None:
+        self.resumed_at = (epoch, batch)
+
+
+def _module(loader=None):
+    from types import SimpleNamespace
+
+    import torch
+    from adaptext.training.module import ClassifierModule
+    return ClassifierModule(torch.nn.Linear(2, 2), {"monitor": None, "label_smoothing": 0.0},
+                            SimpleNamespace(multilabel=False), loader or _Loader(), None)
+
+
+def _draws() -> list:
+    """The next draws of every generator a run uses; Gaussians too, which cache half a pair."""
+    import random
+
+    import numpy as np
+    import torch
+    return [random.random(), random.gauss(0, 1), np.random.rand(3).tolist(), np.random.normal(size=3).tolist(),
+            torch.rand(3).tolist(), torch.randn(3).tolist()]
+
+
+def _resumed_from(checkpoint: dict, path) -> tuple:
+    """(a fresh module, its loader) resumed from ``checkpoint`` as written to ``path`` and read
+    back, the random generators moved elsewhere in between."""
+    import random
+
+    import numpy as np
+    import torch
+    from adaptext.training.checkpoint import load_tree, save_tree
+    save_tree(checkpoint, path)
+    random.seed(99), np.random.seed(99), torch.manual_seed(99)
+    loader = _Loader(10)
+    resumed = _module(loader)
+    resumed.on_load_checkpoint(load_tree(path))
+    resumed.on_train_start()
+    return resumed, loader
+
+
+def test_a_checkpoint_restores_every_random_generator_exactly(tmp_path):
+    """Saved through a checkpoint file and restored, Python's, NumPy's and torch's generators
+    draw what they would have drawn, cached Gaussians included; the epoch's statistics keep
+    their values by name."""
+    import random
+
+    import numpy as np
+    import torch
+    from adaptext.training.state import TrainStats
+    random.seed(3), np.random.seed(3), torch.manual_seed(3)
+    random.gauss(0, 1), np.random.normal()                      # each generator now holds a cached Gaussian
+    saving = _module(_Loader(10))
+    saving._batches_done, saving._stats = 4, TrainStats(1.5, 30, 40, 4, 35)
+    checkpoint: dict = {}
+    saving.on_save_checkpoint(checkpoint)
+    expected = _draws()
+    resumed, loader = _resumed_from(checkpoint, tmp_path / "last.ckpt")
+    assert _draws() == expected
+    assert loader.resumed_at == (0, 4) and resumed._stats == TrainStats(1.5, 30, 40, 4, 35)
+    assert isinstance(checkpoint["adaptext"]["rng"]["python"]["words"], list)      # no repr to parse back
+
+
+def test_a_checkpoint_written_before_the_resume_state_was_named_still_resumes(tmp_path):
+    """Older checkpoints hold Python's generator as its repr, NumPy's as its key and position in
+    one list, and the epoch's statistics as a list (four numbers before labelled texts were
+    counted apart)."""
+    import random
+
+    import numpy as np
+    import torch
+    from adaptext.training.state import TrainStats
+    random.seed(5), np.random.seed(5), torch.manual_seed(5)
+    random.gauss(0, 1)
+    old = {"epoch": 1, "batches_done": 3, "train_loader_len": 10, "torch_rng": torch.get_rng_state(),
+           "numpy_rng": np.random.get_state()[1].tolist() + [int(np.random.get_state()[2])],
+           "python_rng": repr(random.getstate()), "train_stats": [2.0, 7, 12, 3], "epoch_seconds": 1.5,
+           "epoch_rows": [{"epoch": 1}], "seconds": 9.0}
+    expected = _draws()
+    resumed, loader = _resumed_from({"adaptext": old}, tmp_path / "old.ckpt")
+    assert _draws() == expected
+    assert resumed._stats == TrainStats(loss_sum=2.0, correct=7, examples=12, batches=3, labelled=12)
+    assert loader.resumed_at == (1, 3) and resumed.seconds_before == 9.0 and resumed.epoch_rows == [{"epoch": 1}]

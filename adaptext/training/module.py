@@ -2,7 +2,6 @@
 continue exactly (position in the epoch, random number generators)."""
 from __future__ import annotations
 
-import random
 import time
 
 import lightning as L
@@ -11,10 +10,11 @@ import torch
 import torch.nn.functional as F
 
 from ..data.errors import UsageError
+from ..optim import OPTIMIZERS
 from ..runs import metrics as M
 from ..runs.files import write_csv
 from ..runs.pipeline import logits_of, probabilities
-from .optim import Adadelta, Adagrad, param_groups
+from .state import RngState, TrainStats
 
 
 class Diverged(UsageError):
@@ -33,7 +33,7 @@ class ClassifierModule(L.LightningModule):
         self.register_buffer("class_weights", class_weights if class_weights is not None else torch.ones(0),
                              persistent=False)
         self._val: list = []
-        self._train_stats = [0.0, 0, 0, 0, 0]  # loss sum, correct, examples, batches, labelled examples
+        self._stats = TrainStats()
         self._epoch_start = time.perf_counter()
         self._train_time = 0.0
         self._batches_done = 0
@@ -96,16 +96,16 @@ class ClassifierModule(L.LightningModule):
                 raise Diverged(f"training diverged: the loss is {float(loss)} at epoch {self.current_epoch + 1}, "
                                f"step {batch_idx + 1} (lr {self.cfg['lr']} with {self.cfg['optimizer']}); "
                                "lower --lr or set --grad-clip")
-            s = self._train_stats
-            s[0] += float(loss) * batch.size
+            s = self._stats
+            s.loss_sum += float(loss) * batch.size
             if not self.multilabel:                  # accuracy on the labelled texts (a transfer set has others)
-                s[1] += int((logits_of(out).argmax(-1) == batch.labels).sum())
-                s[4] += int((batch.labels >= 0).sum())
-            s[2] += batch.size
-            s[3] += 1
+                s.correct += int((logits_of(out).argmax(-1) == batch.labels).sum())
+                s.labelled += int((batch.labels >= 0).sum())
+            s.examples += batch.size
+            s.batches += 1
         self._batches_done = batch_idx + 1
         self._train_time = time.perf_counter() - self._epoch_start    # excludes the dev pass at epoch end
-        rate = s[2] / max(self._train_time, 1e-9)
+        rate = s.examples / max(self._train_time, 1e-9)
         self.log("ex/s", rate, prog_bar=True, on_step=True, on_epoch=False, batch_size=batch.size)
         return loss
 
@@ -115,11 +115,11 @@ class ClassifierModule(L.LightningModule):
 
     def on_train_epoch_start(self) -> None:
         if self._resumed_epoch is None:
-            self._train_stats, self._epoch_start, self._batches_done = [0.0, 0, 0, 0, 0], time.perf_counter(), 0
+            self._stats, self._epoch_start, self._batches_done = TrainStats(), time.perf_counter(), 0
             return
         # an epoch resumed mid-way counts the examples and the seconds of its part before the kill
         stats, seconds = self._resumed_epoch
-        self._train_stats, self._epoch_start, self._resumed_epoch = stats, time.perf_counter() - seconds, None
+        self._stats, self._epoch_start, self._resumed_epoch = stats, time.perf_counter() - seconds, None
 
     # ------------------------------------------------------------------ dev
     def validation_step(self, batch, batch_idx):
@@ -157,12 +157,12 @@ class ClassifierModule(L.LightningModule):
 
     # ------------------------------------------------------------------ epoch log
     def on_train_epoch_end(self) -> None:
-        s = self._train_stats
+        s = self._stats
         secs = self._train_time
-        row = {"epoch": self.current_epoch + 1, "train_loss": s[0] / max(s[2], 1),
-               "train_accuracy": (100.0 * s[1] / max(s[4], 1)) if not self.multilabel else None,
+        row = {"epoch": self.current_epoch + 1, "train_loss": s.mean_loss,
+               "train_accuracy": s.accuracy if not self.multilabel else None,
                "dev_loss": self.last_dev.get("loss"), f"dev_{self.monitor}": self.last_dev.get(self.monitor),
-               "seconds": secs, "examples_per_s": s[2] * self.trainer.world_size / max(secs, 1e-9)}
+               "seconds": secs, "examples_per_s": s.examples * self.trainer.world_size / max(secs, 1e-9)}
         self.epoch_rows = [r for r in self.epoch_rows if r["epoch"] < row["epoch"]] + [row]
         if self.log_path is not None and self.trainer.is_global_zero:   # a long run can be watched as it goes
             write_csv(self.log_path, self.epoch_rows)
@@ -170,27 +170,16 @@ class ClassifierModule(L.LightningModule):
     # ------------------------------------------------------------------ optimiser
     def configure_optimizers(self):
         c = self.cfg
-        name, lr, wd = c["optimizer"], c["lr"], c["weight_decay"]
-        groups = param_groups(self.model)       # embedding matrices apart: Adadelta / Adagrad update used rows only
-        if name == "adam":
-            return torch.optim.Adam(groups, lr=lr, weight_decay=wd)
-        if name == "adagrad":
-            return Adagrad(groups, lr=lr, weight_decay=wd)
-        if name == "adadelta":
-            return Adadelta(groups, lr=lr, rho=0.95, eps=1e-6, weight_decay=wd)  # Kim 2014
-        if name == "sgd":
-            return torch.optim.SGD(groups, lr=lr, momentum=0.9, weight_decay=wd)
-        raise ValueError(f"unknown optimizer {name!r}")
+        return OPTIMIZERS[c["optimizer"]](self.model, lr=c["lr"], weight_decay=c["weight_decay"])
 
     # ------------------------------------------------------------------ resume
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         checkpoint["adaptext"] = {
             "epoch": self.current_epoch, "batches_done": self._batches_done,
             "train_loader_len": len(self.train_loader),
-            "torch_rng": torch.get_rng_state(),
-            "numpy_rng": list(np.random.get_state()[1].tolist()) + [int(np.random.get_state()[2])],
-            "python_rng": repr(random.getstate()),
-            "train_stats": list(self._train_stats), "epoch_seconds": self._train_time, "epoch_rows": self.epoch_rows,
+            "rng": RngState.capture().to_checkpoint(),
+            "train_stats": self._stats.to_checkpoint(), "epoch_seconds": self._train_time,
+            "epoch_rows": self.epoch_rows,
             "last_dev_score": self.last_dev.get(self.monitor),
             "seconds": self.seconds_before + time.perf_counter() - self.started,
         }
@@ -203,10 +192,8 @@ class ClassifierModule(L.LightningModule):
             self.train_loader.resume(st["epoch"] + 1, 0)      # saved at the end of an epoch
         else:
             self.train_loader.resume(st["epoch"], st["batches_done"])
-            stats = list(st["train_stats"])
-            stats += [stats[2]] * (5 - len(stats))                # saved before labelled texts were counted
-            self._train_stats = stats
-            self._resumed_epoch = (stats, float(st.get("epoch_seconds", 0.0)))
+            self._stats = TrainStats.from_checkpoint(st["train_stats"])
+            self._resumed_epoch = (self._stats, float(st.get("epoch_seconds", 0.0)))
             self._batches_done = st["batches_done"]
         self.epoch_rows = list(st.get("epoch_rows", []))
         self.seconds_before = float(st.get("seconds", 0.0))
@@ -216,12 +203,4 @@ class ClassifierModule(L.LightningModule):
         st, self._restore = self._restore, None
         if st is None:
             return
-        torch.set_rng_state(st["torch_rng"])
-        state = np.random.get_state()
-        np.random.set_state((state[0], np.asarray(st["numpy_rng"][:-1], dtype=np.uint32), st["numpy_rng"][-1], 0, 0.0))
-        import ast
-        random.setstate(_tuple_deep(ast.literal_eval(st["python_rng"])))
-
-
-def _tuple_deep(x):
-    return tuple(_tuple_deep(v) for v in x) if isinstance(x, (list, tuple)) else x
+        RngState.from_checkpoint(st).restore()
