@@ -177,3 +177,41 @@ def test_macro_f1_counts_classes_predicted_but_absent_from_gold():
     assert M.multi_label(t, p, ["x", "y", "z"])["macro_f1"] == pytest.approx(
         100 * f1_score(t, p, average="macro", zero_division=0))
     assert M.multi_label(t, p, ["x", "y", "z"])["macro_f1"] == pytest.approx(200 / 3)
+
+
+def _close(got, expected, where="metrics"):
+    """Equal keys all the way down, numbers equal to rounding, types kept (a count stays an int)."""
+    if isinstance(expected, dict):
+        assert list(got) == list(expected), where
+        for k in expected:
+            _close(got[k], expected[k], f"{where}.{k}")
+    elif isinstance(expected, list):
+        assert len(got) == len(expected), where
+        for k, (g, e) in enumerate(zip(got, expected)):
+            _close(g, e, f"{where}[{k}]")
+    else:
+        assert type(got) is type(expected) and got == pytest.approx(expected, abs=1e-9), (where, got, expected)
+
+
+def test_every_metric_of_a_split_with_classes_never_predicted_and_never_gold():
+    """The whole dict a run writes to metrics.json, on the percent scale: c is predicted but never
+    gold, d neither (single-label); y is predicted but never gold, z gold but never predicted, and
+    the third example has no label and none predicted (multi-label)."""
+    pc = lambda p, r, f, s: {"precision": p, "recall": r, "f1": f, "support": s}    # noqa: E731
+    _close(M.single_label([0, 0, 1, 1, 1], [0, 1, 1, 1, 2], ["a", "b", "c", "d"]), {
+        "n": 5, "accuracy": 60.0, "macro_f1": 100 * (2 / 3 + 2 / 3 + 0) / 3, "micro_f1": 60.0,
+        "weighted_f1": 100 * 2 / 3,
+        "per_class": {"a": pc(100.0, 50.0, 200 / 3, 2), "b": pc(200 / 3, 200 / 3, 200 / 3, 3),
+                      "c": pc(0.0, 0.0, 0.0, 0), "d": pc(0.0, 0.0, 0.0, 0)},
+        "confusion_matrix": {"labels": ["a", "b", "c", "d"],
+                             "matrix": [[1, 1, 0, 0], [0, 2, 1, 0], [0, 0, 0, 0], [0, 0, 0, 0]]}})
+    t = np.array([[1, 0, 0, 0], [1, 1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 1]])
+    p = np.array([[1, 0, 1, 0], [0, 1, 1, 0], [0, 0, 0, 0], [0, 1, 0, 0]])
+    _close(M.multi_label(t, p, ["w", "x", "y", "z"]), {
+        "n": 4, "micro_f1": 60.0, "micro_precision": 60.0, "micro_recall": 60.0,
+        "macro_f1": 100 * (2 / 3 + 1 + 0 + 0) / 4, "example_f1": 100 * (2 / 3 + 1 / 2 + 1 + 2 / 3) / 4,
+        "subset_accuracy": 25.0, "accuracy": 25.0,
+        "per_class": {"w": pc(100.0, 50.0, 200 / 3, 2), "x": pc(100.0, 100.0, 100.0, 2),
+                      "y": pc(0.0, 0.0, 0.0, 0), "z": pc(0.0, 0.0, 0.0, 1)}})
+    empty = M.single_label([], [], ["a", "b"])
+    assert (empty["n"], empty["accuracy"], empty["confusion_matrix"]["matrix"]) == (0, 0.0, [[0, 0], [0, 0]])

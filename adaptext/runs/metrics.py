@@ -1,63 +1,59 @@
-"""Classification metrics, single-label and multi-label (plain numpy, no hidden state)."""
+"""Classification metrics, single-label and multi-label, as scikit-learn computes them, on the
+percent scale, with the class names of the run."""
 from __future__ import annotations
 
 import numpy as np
+from sklearn.metrics import accuracy_score, confusion_matrix, f1_score, precision_recall_fscore_support
 
 
-def _prf(tp, fp, fn):
-    p = np.divide(tp, tp + fp, out=np.zeros_like(tp, dtype=float), where=(tp + fp) > 0)
-    r = np.divide(tp, tp + fn, out=np.zeros_like(tp, dtype=float), where=(tp + fn) > 0)
-    f = np.divide(2 * p * r, p + r, out=np.zeros_like(p), where=(p + r) > 0)
-    return p, r, f
+def _per_class(y_true, y_pred, labels: list[str], ids) -> dict:
+    p, r, f, support = precision_recall_fscore_support(y_true, y_pred, labels=ids, zero_division=0)
+    return {labels[c]: {"precision": 100 * float(p[c]), "recall": 100 * float(r[c]), "f1": 100 * float(f[c]),
+                        "support": int(support[c])} for c in range(len(labels))}
 
 
 def single_label(y_true, y_pred, labels: list[str]) -> dict:
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    k = len(labels)
-    cm = np.zeros((k, k), dtype=np.int64)
-    np.add.at(cm, (y_true, y_pred), 1)
-    tp = np.diag(cm).astype(float)
-    fp = cm.sum(0) - tp
-    fn = cm.sum(1) - tp
-    p, r, f = _prf(tp, fp, fn)
-    support = cm.sum(1)
-    present = (support > 0) | (cm.sum(0) > 0)    # classes in the gold labels or the predictions (as sklearn)
-    n = max(len(y_true), 1)
+    """``y_true``, ``y_pred``: class ids. Macro F1 averages the classes in the gold labels or the
+    predictions (a class predicted but never gold counts, with F1 0)."""
+    y_true, y_pred, ids = np.asarray(y_true, dtype=np.int64), np.asarray(y_pred, dtype=np.int64), range(len(labels))
+    if not len(y_true):                      # an empty split: sklearn refuses it, the run reports zeros
+        return _empty_single(labels)
+    accuracy = 100.0 * float(accuracy_score(y_true, y_pred))
     return {
         "n": int(len(y_true)),
-        "accuracy": 100.0 * float(tp.sum()) / n,
-        "macro_f1": 100.0 * float(f[present].mean()) if present.any() else 0.0,
-        "micro_f1": 100.0 * float(tp.sum()) / n,   # equals accuracy for single-label
-        "weighted_f1": 100.0 * float((f * support).sum() / max(support.sum(), 1)),
-        "per_class": {labels[c]: {"precision": 100 * float(p[c]), "recall": 100 * float(r[c]),
-                                  "f1": 100 * float(f[c]), "support": int(support[c])} for c in range(k)},
-        "confusion_matrix": {"labels": list(labels), "matrix": cm.tolist()},
+        "accuracy": accuracy,
+        "macro_f1": 100.0 * float(f1_score(y_true, y_pred, average="macro", zero_division=0)),
+        "micro_f1": accuracy,                # equals accuracy for single-label
+        "weighted_f1": 100.0 * float(f1_score(y_true, y_pred, labels=ids, average="weighted", zero_division=0)),
+        "per_class": _per_class(y_true, y_pred, labels, ids),
+        "confusion_matrix": {"labels": list(labels), "matrix": confusion_matrix(y_true, y_pred, labels=ids).tolist()},
     }
 
 
+def _empty_single(labels: list[str]) -> dict:
+    zero = {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    return {"n": 0, "accuracy": 0.0, "macro_f1": 0.0, "micro_f1": 0.0, "weighted_f1": 0.0,
+            "per_class": {name: dict(zero) for name in labels},
+            "confusion_matrix": {"labels": list(labels), "matrix": [[0] * len(labels) for _ in labels]}}
+
+
 def multi_label(y_true, y_pred, labels: list[str]) -> dict:
-    """y_true, y_pred: [N, C] 0/1. Micro / macro F1 over labels; example-based F1
-    (mean over examples of 2|Y∩Ŷ| / (|Y|+|Ŷ|)); subset accuracy."""
+    """y_true, y_pred: [N, C] 0/1. Micro / macro F1 over labels (macro: the labels in the gold
+    sets or the predictions); example-based F1 (mean over examples of 2|Y∩Ŷ| / (|Y|+|Ŷ|), 1 for
+    an example with neither); subset accuracy."""
     t, pr = np.asarray(y_true).astype(bool), np.asarray(y_pred).astype(bool)
-    tp = (t & pr).sum(0).astype(float)
-    fp = (~t & pr).sum(0).astype(float)
-    fn = (t & ~pr).sum(0).astype(float)
-    p, r, f = _prf(tp, fp, fn)
-    mp, mr, mf = _prf(np.array([tp.sum()]), np.array([fp.sum()]), np.array([fn.sum()]))
-    inter = (t & pr).sum(1)
-    denom = t.sum(1) + pr.sum(1)
-    ex_f1 = np.where(denom > 0, 2 * inter / np.maximum(denom, 1), 1.0)
-    support = t.sum(0)
-    present = (support > 0) | (pr.sum(0) > 0)
+    present = np.flatnonzero(t.any(0) | pr.any(0))
+    mp, mr, mf, _ = precision_recall_fscore_support(t, pr, average="micro", zero_division=0)
+    subset = 100 * float(accuracy_score(t, pr))
     return {
         "n": int(len(t)),
-        "micro_f1": 100 * float(mf[0]), "micro_precision": 100 * float(mp[0]), "micro_recall": 100 * float(mr[0]),
-        "macro_f1": 100 * float(f[present].mean()) if present.any() else 0.0,
-        "example_f1": 100 * float(ex_f1.mean()),
-        "subset_accuracy": 100 * float((t == pr).all(1).mean()),
-        "accuracy": 100 * float((t == pr).all(1).mean()),
-        "per_class": {labels[c]: {"precision": 100 * float(p[c]), "recall": 100 * float(r[c]),
-                                  "f1": 100 * float(f[c]), "support": int(support[c])} for c in range(len(labels))},
+        "micro_f1": 100 * float(mf), "micro_precision": 100 * float(mp), "micro_recall": 100 * float(mr),
+        "macro_f1": 100 * float(f1_score(t, pr, labels=present, average="macro", zero_division=0))
+        if len(present) else 0.0,
+        "example_f1": 100 * float(f1_score(t, pr, average="samples", zero_division=1.0)),
+        "subset_accuracy": subset,
+        "accuracy": subset,
+        "per_class": _per_class(t, pr, labels, range(len(labels))),
     }
 
 
@@ -75,7 +71,7 @@ def tune_threshold(probs: np.ndarray, y_true: np.ndarray) -> float:
     """The decision threshold with the best micro F1 on dev (grid 0.05 .. 0.95)."""
     best, best_f = 0.5, -1.0
     for th in np.arange(0.05, 0.96, 0.05):
-        f = multi_label(y_true, decide(probs, True, th), [str(i) for i in range(probs.shape[1])])["micro_f1"]
+        f = f1_score(y_true, decide(probs, True, th), average="micro", zero_division=0)
         if f > best_f + 1e-9:
             best, best_f = float(round(th, 2)), f
     return best
