@@ -6,8 +6,8 @@
 GET /health, GET /info (model, task, labels, metrics), POST /predict with ``{"inputs": [...]}``
 (strings, or objects ``{"text", "pair"}`` / ``{"text", "contexts"}`` for pair / context models)
 answers ``{"predictions": [{"label", "probs", ...}]}``. A body that is not UTF-8 JSON of that
-shape, too many or too long inputs, or a body over ``MAX_BODY`` bytes answers 422 with the
-problem. ``adaptext serve`` says on stderr where it listens, once it does; a port or host it
+shape (the pydantic models of ``serve_bodies``), too many or too long inputs, or a body over
+``MAX_BODY`` bytes answers 422 with the problem. ``adaptext serve`` says on stderr where it listens, once it does; a port or host it
 cannot listen on is one line before the model loads.
 
 Concurrent requests are batched together, as inference servers do: the event loop reads and
@@ -260,6 +260,7 @@ def create_app(run_dir, device: str = "cpu", model_process: bool = False, thread
     except ImportError as e:  # pragma: no cover - depends on the optional extra
         raise MissingResource("serving needs FastAPI: pip install 'adaptext[serve]'") from e
     from . import load
+    from .serve_bodies import ExplainBody, PredictBody
 
     clf = load(run_dir, device="cpu" if model_process else device)   # the accelerator is the model process's
     about = describe(clf, run_dir)
@@ -283,10 +284,10 @@ def create_app(run_dir, device: str = "cpu", model_process: bool = False, thread
         return {**about, "batching": {"model_calls": batcher.calls, "inputs": batcher.inputs,
                                       "mean_batch": round(batcher.inputs / max(batcher.calls, 1), 2)}}
 
-    @app.post("/predict")
+    @app.post("/predict", openapi_extra=PredictBody.openapi())
     async def predict(request: Request):
         try:
-            inputs = checked_inputs(await read_body(request))
+            inputs = (await read_request(request, PredictBody, MAX_INPUTS)).inputs
             examples = await run_in_threadpool(clf.as_examples, inputs) if read_apart else clf.as_examples(inputs)
             predictions = await batcher.submit(examples)
         except (UsageError, TypeError) as e:
@@ -295,15 +296,13 @@ def create_app(run_dir, device: str = "cpu", model_process: bool = False, thread
             raise HTTPException(503, str(e)) from None
         return Response(json.dumps({"predictions": predictions}), media_type="application/json")
 
-    @app.post("/explain")
+    @app.post("/explain", openapi_extra=ExplainBody.openapi())
     async def explain(request: Request):
         """{"inputs": [...], "label": optional} -> {"explanations": [...]}: integrated gradients,
         dozens of model calls per input, so at most MAX_EXPLAIN inputs, off the event loop."""
         try:
-            payload = parsed_body(await read_body(request))
-            inputs = checked_inputs(payload, MAX_EXPLAIN)
-            label = payload.get("label")
-            records = await run_in_threadpool(clf.explain, inputs, label)
+            body = await read_request(request, ExplainBody, MAX_EXPLAIN)
+            records = await run_in_threadpool(clf.explain, body.inputs, body.label)
         except (UsageError, TypeError) as e:
             raise HTTPException(422, str(e)) from None
         return Response(json.dumps({"explanations": records}), media_type="application/json")
@@ -365,33 +364,10 @@ def parsed_body(body: bytes):
         raise UsageError("the body nests lists or objects too deeply") from None
 
 
-def checked_inputs(body, most: int = MAX_INPUTS) -> list:
-    """The ``inputs`` list of a JSON body (bytes, or the body already parsed), within the limits."""
-    payload = parsed_body(body) if isinstance(body, (bytes, bytearray)) else body
-    if not isinstance(payload, dict) or not isinstance(payload.get("inputs"), list):
-        raise UsageError('the body must be a JSON object {"inputs": [...]}')
-    inputs = payload["inputs"]
-    if len(inputs) > most:
-        raise UsageError(f"at most {most} inputs per request")
-    for k, x in enumerate(inputs, 1):
-        if _chars(x) > MAX_CHARS:
-            raise UsageError(f"input {k} is longer than {MAX_CHARS:,} characters")
-    return inputs
-
-
-def _chars(x) -> int:
-    """The characters of an input's texts (a string, or the strings of an object, however deep:
-    walked with a list of its own, as a recursion would fail on a deep one)."""
-    total, waiting = 0, [x]
-    while waiting:
-        v = waiting.pop()
-        if isinstance(v, str):
-            total += len(v)
-        elif isinstance(v, dict):
-            waiting.extend(v.values())
-        elif isinstance(v, list):
-            waiting.extend(v)
-    return total
+async def read_request(request, model, most: int):
+    """A request's body as ``model`` (a model of ``serve_bodies``): at most ``MAX_BODY`` bytes of
+    UTF-8 JSON of the model's shape, with at most ``most`` inputs of ``MAX_CHARS`` characters each."""
+    return model.of(parsed_body(await read_body(request)), most, MAX_CHARS)
 
 
 def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu", threads: int = 1,
