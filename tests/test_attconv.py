@@ -11,7 +11,7 @@ import torch
 from adaptext.data.batching import Batch, Item
 from adaptext.data.examples import ContextsExample
 from adaptext.data.text import Tokenizer
-from adaptext.explain.attention import plot_attention
+from adaptext.explain.attention import attention_figures, plot_attention
 from adaptext.models.attconv import join_contexts
 from adaptext.nn.attentive import MATCHINGS, VARIANTS, AttentiveConv1d
 from adaptext.registry import create_model, get_entry
@@ -168,6 +168,12 @@ MODES = [("text", {}), ("pair", {}), ("pair", {"context_repr": "cnn"}),
          ("contexts", {"multi_context": "context-wise", "context_repr": "cnn"})]
 
 
+def cases(params: list, ids: list) -> list:
+    """pytest parameters of cases naming a task kind: a text case reads the bundled questions, a
+    pair or contexts case SICK from the shared data."""
+    return [pytest.param(*p, id=i, marks=() if "text" in p else needs_data) for p, i in zip(params, ids)]
+
+
 def build(name, kind, examples=None, seed=0, **cfg):
     examples = examples or real_examples(kind, 6)
     items, vocab_size, num_classes, _, _ = encode_for(examples)
@@ -195,10 +201,9 @@ def check_model(model, items, num_classes):
     assert_alone_equals_batched(model, items, num_classes)
 
 
-@needs_data
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("matching", MATCHINGS)
-@pytest.mark.parametrize("kind,extra", MODES, ids=[f"{k}-{'-'.join(e.values()) or 'default'}" for k, e in MODES])
+@pytest.mark.parametrize("kind,extra", cases(MODES, [f"{k}-{'-'.join(e.values()) or 'default'}" for k, e in MODES]))
 def test_attconv_modes(kind, extra, variant, matching):
     model, items, c = build("attconv", kind, variant=variant, matching=matching, **extra)
     check_model(model, items, c)
@@ -317,8 +322,7 @@ BASELINES = [("attconv_noatt", "pair"), ("attconv_noatt", "contexts"), ("attconv
              ("attentive_pooling", "pair"), ("attentive_pooling", "contexts")]
 
 
-@needs_data
-@pytest.mark.parametrize("name,kind", BASELINES, ids=[f"{n}-{k}" for n, k in BASELINES])
+@pytest.mark.parametrize("name,kind", cases(BASELINES, [f"{n}-{k}" for n, k in BASELINES]))
 def test_baselines(name, kind):
     model, items, c = build(name, kind)
     check_model(model, items, c)
@@ -355,16 +359,43 @@ def test_attentive_pooling_equals_loop_reference():
 
 
 # ------------------------------------------------------------------ explanation plots
-def is_png(path) -> bool:
-    data = open(path, "rb").read()
-    return data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
+def assert_png_shows(path, fig) -> None:
+    """The PNG written for ``fig`` has the figure's size at the plots' DPI, and at the centre of
+    every cell of its heatmap the colour of that cell's value."""
+    import matplotlib.image
+    from adaptext.explain.attention import DPI
+    png = matplotlib.image.imread(path)
+    height, width = png.shape[:2]
+    assert np.allclose((width, height), fig.get_size_inches() * DPI, atol=1)
+    ax = fig.axes[0]
+    image = ax.images[0]
+    values = np.asarray(image.get_array())
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            x, y = ax.transData.transform((j, i)) / (fig.bbox.width, fig.bbox.height)   # figure fractions
+            got = png[int((1 - y) * height), int(x * width), :3]
+            assert np.abs(got - image.cmap(image.norm(values[i, j]))[:3]).max() <= 2 / 255, (path.name, i, j)
 
 
-@needs_data
-@pytest.mark.parametrize("kind,extra", [("text", {}), ("pair", {}),
-                                        ("contexts", {"multi_context": "context-wise"}),
-                                        ("contexts", {"multi_context": "context-concat"})])
-def test_plot_attention_writes_pngs(kind, extra, tmp_path):
+def _attended(kind, extra, batch, info, ex, tok) -> list:
+    """(attention matrix, the tokens of its columns) of each heatmap, from the model's own output."""
+    n, attn = int(batch.lengths[0]), info["attention"][0]
+    if kind == "text":
+        return [(attn[:n, :n], tok(ex.text))]
+    if kind == "pair":
+        return [(attn[:n, :int(batch.pair_lengths[0])], tok(ex.pair))]
+    if extra["multi_context"] == "context-concat":
+        return [(attn[:n, :int(info["context_lengths"][0])], [t for c in ex.contexts for t in tok(c)])]
+    return [(attn[k, :n, :int(m)], tok(c)) for k, (m, c) in enumerate(zip(batch.context_lengths[0], ex.contexts))]
+
+
+@pytest.mark.parametrize("kind,extra", cases([("text", {}), ("pair", {}), ("contexts", {"multi_context": "context-wise"}),
+                                              ("contexts", {"multi_context": "context-concat"})],
+                                             ["text", "pair", "context-wise", "context-concat"]))
+def test_plot_attention_draws_the_model_s_attention(kind, extra, tmp_path):
+    """Each heatmap is the attention the model computes for the text (rows, each summing to 1)
+    over its context (columns), labelled with their tokens, and the PNG written shows those
+    values; the activations figure is the filters' outputs along the text."""
     examples = real_examples(kind, 6)
     model, items, c = build("attconv", kind, examples, **extra)
     i = 2 if kind == "contexts" else 0                   # example 2 has three contexts
@@ -372,9 +403,23 @@ def test_plot_attention_writes_pngs(kind, extra, tmp_path):
     tok = Tokenizer(level="word")
     ex = examples[i]
     ctx = None if kind == "text" else tok(ex.pair) if kind == "pair" else [tok(t) for t in ex.contexts]
+    model.eval()
+    with torch.no_grad():
+        info = model.explain(batch)
+    figures = attention_figures(model, batch, tok(ex.text), ctx)
     paths = plot_attention(model, batch, tok(ex.text), ctx, tmp_path / "plots")
-    expected = 1 + (len(ex.contexts) if extra.get("multi_context") == "context-wise" else 1)
-    assert len(paths) == expected
-    assert all(is_png(p) for p in paths)
+    assert [p.name for p in paths] == list(figures) and list(figures)[-1] == "activations.png"
+    attended = _attended(kind, extra, batch, info, ex, tok)
+    assert len(paths) == len(attended) + 1 == (1 + len(ex.contexts) if "context-wise" in extra.values() else 2)
+    for path, (weights, columns) in zip(paths, attended):
+        fig = figures[path.name]
+        ax = fig.axes[0]
+        shown = np.asarray(ax.images[0].get_array())
+        assert np.allclose(shown, weights.numpy(), atol=1e-6) and np.allclose(shown.sum(1), 1, atol=1e-5)
+        assert [t.get_text() for t in ax.get_xticklabels()] == columns
+        assert [t.get_text() for t in ax.get_yticklabels()] == tok(ex.text)
+        assert_png_shows(path, fig)
+    acts = figures["activations.png"].axes[0].images[0].get_array()
+    assert np.allclose(acts, info["activations"][0, :int(batch.lengths[0])].T.numpy(), atol=1e-6)
     with pytest.raises(ValueError, match="tokens given"):
         plot_attention(model, batch, tok(ex.text)[:-1], ctx, tmp_path / "bad")

@@ -2,7 +2,8 @@
 
 ``plot_attention(model, batch, tokens_text, tokens_context, out_dir)`` takes an already
 built model with an ``explain(batch)`` method (``attconv``) and a one-example batch, and
-writes PNGs (matplotlib, Agg backend, no display needed):
+writes PNGs (matplotlib, Agg backend, no display needed; ``attention_figures`` gives the
+figures themselves):
 
 - ``attention.png`` (context-wise with several contexts: ``attention_context<k>.png``):
   the attention distribution of every word of the text (rows) over the context (columns);
@@ -34,14 +35,10 @@ def _ticks(ax, axis: str, tokens: list[str]) -> None:
         ax.set_yticks(pos, labels, fontsize=fs)
 
 
-def _save(fig: Figure, path: Path) -> Path:
-    FigureCanvasAgg(fig)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return path
+DPI = 110
 
 
-def _heatmap(weights: np.ndarray, rows: list[str], cols: list[str], title: str, path: Path) -> Path:
+def _heatmap(weights: np.ndarray, rows: list[str], cols: list[str], title: str) -> Figure:
     n, m = weights.shape
     fig = Figure(figsize=(min(3 + 0.28 * m, 30), min(2 + 0.26 * n, 30)))
     ax = fig.add_subplot(1, 1, 1)
@@ -53,12 +50,14 @@ def _heatmap(weights: np.ndarray, rows: list[str], cols: list[str], title: str, 
     ax.set_ylabel("text")
     ax.set_title(title, fontsize=10)
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02)
-    return _save(fig, path)
+    FigureCanvasAgg(fig)
+    fig.tight_layout()                                  # laid out once: the file shows the figure as returned
+    return fig
 
 
-def _activations(acts: np.ndarray, tokens: list[str], path: Path) -> Path:
+def _activations(acts: np.ndarray, tokens: list[str]) -> Figure:
     n, h = acts.shape
-    fig = Figure(figsize=(min(3 + 0.3 * n, 30), 2.5 + min(0.02 * h, 6)))
+    fig = Figure(figsize=(min(3 + 0.3 * n, 30), 2.5 + min(0.02 * h, 6)), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     v = max(float(np.abs(acts).max(initial=0.0)), 1e-6)        # symmetric scale, within tanh's (-1, 1)
     im = top.imshow(acts.T, cmap="RdBu_r", vmin=-v, vmax=v, aspect="auto", interpolation="nearest")
@@ -70,8 +69,7 @@ def _activations(acts: np.ndarray, tokens: list[str], path: Path) -> Path:
     bottom.set_ylabel("pooled share")
     _ticks(bottom, "x", tokens)
     FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    return path
+    return fig
 
 
 def _check(name: str, tokens: list[str], length: int) -> list[str]:
@@ -88,10 +86,19 @@ def plot_attention(model, batch, tokens_text, tokens_context, out_dir) -> list[P
 
     ``tokens_context``: the context's tokens (pair), a list of token lists (several
     contexts), or None for a single text (its context is itself)."""
-    if not model.explains:
-        raise UsageError(f"{type(model).__name__} has no attention to explain (use an attconv model)")
+    figures = attention_figures(model, batch, tokens_text, tokens_context)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    for name, fig in figures.items():
+        fig.savefig(out / name, dpi=DPI)
+    return [out / name for name in figures]
+
+
+def attention_figures(model, batch, tokens_text, tokens_context) -> dict[str, Figure]:
+    """The figures ``plot_attention`` writes, by file name: the heatmap(s) (the attention
+    matrix is the image of their axes) and the activations."""
+    if not model.explains:
+        raise UsageError(f"{type(model).__name__} has no attention to explain (use an attconv model)")
     was_training = model.training
     model.eval()
     try:
@@ -102,22 +109,19 @@ def plot_attention(model, batch, tokens_text, tokens_context, out_dir) -> list[P
     text = _check("text", tokens_text, n)
     attn = info["attention"][0].float().cpu().numpy()
     nested = bool(tokens_context) and isinstance(tokens_context[0], (list, tuple))
-    paths: list[Path] = []
+    figures: dict[str, Figure] = {}
     mode = info["mode"]
     if mode == "text":
-        paths.append(_heatmap(attn[:n, :n], text, text, "intra-context attention (context = the text)",
-                              out / "attention.png"))
+        figures["attention.png"] = _heatmap(attn[:n, :n], text, text, "intra-context attention (context = the text)")
     elif mode == "pair":
         m = int(batch.pair_lengths[0])
         ctx = _check("context", tokens_context if tokens_context is not None else [], m)
-        paths.append(_heatmap(attn[:n, :m], text, ctx, "attention of the text over its context",
-                              out / "attention.png"))
+        figures["attention.png"] = _heatmap(attn[:n, :m], text, ctx, "attention of the text over its context")
     elif mode == "context-concat":
         m = int(info["context_lengths"][0])
         flat = [t for c in tokens_context for t in c] if nested else list(tokens_context or [])
         ctx = _check("joined contexts", flat, m)
-        paths.append(_heatmap(attn[:n, :m], text, ctx, "attention of the text over its joined contexts",
-                              out / "attention.png"))
+        figures["attention.png"] = _heatmap(attn[:n, :m], text, ctx, "attention of the text over its joined contexts")
     else:                                                    # context-wise: one map per context
         lens = batch.context_lengths[0].tolist()
         given = list(tokens_context) if nested else [list(tokens_context or [])]
@@ -128,11 +132,9 @@ def plot_attention(model, batch, tokens_text, tokens_context, out_dir) -> list[P
             m = int(lens[k])
             ctx = _check(f"context {k + 1}", toks, m)
             name = "attention.png" if len(used) == 1 else f"attention_context{k + 1}.png"
-            paths.append(_heatmap(attn[k, :n, :m], text, ctx, f"attention of the text over context {k + 1}",
-                                  out / name))
-    acts = info["activations"][0, :n].float().cpu().numpy()
-    paths.append(_activations(acts, text, out / "activations.png"))
-    return paths
+            figures[name] = _heatmap(attn[k, :n, :m], text, ctx, f"attention of the text over context {k + 1}")
+    figures["activations.png"] = _activations(info["activations"][0, :n].float().cpu().numpy(), text)
+    return figures
 
 
 def explain_run(clf, run_dir, text: str, contexts: list, out_dir) -> list[Path]:
