@@ -25,7 +25,7 @@ os.environ.setdefault("ADAPTEXT_DATA", str(DATA))
 os.environ["ADAPTEXT_CACHE"] = tempfile.mkdtemp(prefix="adaptext-test-cache-")
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
-needs_data = pytest.mark.skipif(not DATA.exists(), reason="../shared/data is not beside the repository")
+needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"the shared data is absent: {DATA} (ADAPTEXT_DATA)")
 BUNDLED_TREC = ROOT / "adaptext" / "resources" / "trec" / "train.txt.gz"
 
 

@@ -122,7 +122,6 @@ FIXED_LENGTH = {"qrnn", "dpcnn", "ac_dpcnn"}
 CASES = [(n, k) for n in list_models() for k in get_entry(n).inputs if k in ("text", "pair", "contexts")]
 
 
-@needs_data
 @pytest.mark.parametrize("name,kind", CASES, ids=[f"{n}-{k}" for n, k in CASES])
 def test_every_registered_model_exports(name, kind, tmp_path):
     torch.manual_seed(0)

@@ -228,7 +228,6 @@ def test_a_bracketer_saved_before_characters_were_read_still_loads(tmp_path):
     assert bracket_f1(bracketer.parse(sentences), loaded.parse(sentences)) > 99
 
 
-@needs_data
 def test_silver_trees_come_from_the_summed_scores_and_read_back_as_written(tmp_path):
     """An ensemble of one bracketer twice parses as that bracketer; the silver file reads back
     into the same trees (brackets among the words included); the sentences drawn for it keep out

@@ -341,3 +341,66 @@ def test_a_missing_test_file_is_said_before_the_training_file_is_read(tmp_path, 
     big.write_bytes(b"text,label\n" + b"\xff\xfe not utf-8 at all\n" * 1000)    # reading it would fail
     assert main(["train", "--data", str(big), "--out", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err == f"error: {big}: no test file: pass --test FILE, or --cv K for cross-validation\n"
+
+
+def _column_declarations(names: set) -> dict:
+    """Where the package gives a column option a value of its own: a field of a class, a parameter
+    with a default, a read that restates a default (``.get(name, default)``, ``.get(name) or
+    default``), or a literal tuple, list, set or mapping of names at a module's top."""
+    found: dict = {name: [] for name in names}
+
+    def literal_names(node) -> list:
+        if isinstance(node, ast.Constant):
+            return [node.value] if node.value in names else []
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return [n for e in node.elts for n in literal_names(e)]
+        if isinstance(node, ast.Dict):
+            return [n for e in node.keys + node.values if e is not None for n in literal_names(e)]
+        return []
+
+    def reads_with_default(node) -> str | None:
+        call = node.values[0] if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) else node
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "get"
+                and call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value in names):
+            return None
+        return call.args[0].value if call is not node or len(call.args) > 1 else None
+
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        here = lambda node: f"{path.relative_to(ROOT)}:{node.lineno}"     # noqa: E731
+        for node in tree.body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                for name in literal_names(node.value):
+                    found[name].append(here(node))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for stmt in node.body:
+                    if isinstance(stmt, ast.AnnAssign) and getattr(stmt.target, "id", None) in names:
+                        found[stmt.target.id].append(here(stmt))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                a = node.args
+                positional = a.posonlyargs + a.args
+                defaulted = positional[len(positional) - len(a.defaults):]
+                defaulted += [arg for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+                for arg in defaulted:
+                    if arg.arg in names:
+                        found[arg.arg].append(here(node))
+            elif (name := reads_with_default(node)) is not None:
+                found[name].append(here(node))
+    return found
+
+
+def test_every_column_option_is_declared_once():
+    """--text-col, --pair-col, --contexts-col, --label-col and --label-sep are the fields of the
+    readers' ReadOptions: the run contract, the readers' functions, the input reader and
+    evaluate read them there, and none restates a name or a default."""
+    import dataclasses
+
+    from adaptext.data.readers import ReadOptions
+    from adaptext.runs.contract import OPTIONS
+    names = {f.name for f in dataclasses.fields(ReadOptions)}
+    assert names == {"text_col", "pair_col", "contexts_col", "label_col", "label_sep"}
+    assert {k: OPTIONS[k].default for k in names} == {f.name: f.default for f in dataclasses.fields(ReadOptions)}
+    declared = _column_declarations(names)
+    assert {name: len(where) for name, where in declared.items()} == dict.fromkeys(names, 1), declared
+    assert all(where[0].startswith("adaptext/data/readers.py:") for where in declared.values()), declared

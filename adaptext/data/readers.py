@@ -4,11 +4,12 @@ skipped and counted under ``--on-bad-line skip``); files are read through ``line
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import functools
 import itertools
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -133,11 +134,11 @@ def _split_label(value: str, sep: str | None):
 
 @streamed
 def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delimiter: str | None = None,
-               text_col="text", pair_col=None, label_col="label", label_sep: str | None = None,
-               header: bool = True):
-    """Generic CSV/TSV with a header row. Columns by name (or 0-based index without header).
-    ``label_sep`` splits a label column into a label set (multi-label)."""
-    bad = bad or BadLines()
+               header: bool = True, **columns):
+    """Generic CSV/TSV with a header row. ``columns``: ``ReadOptions`` by name, columns by name (or
+    0-based index without header; ``label_col=None``: no labels); ``label_sep`` splits a label
+    column into a label set (multi-label)."""
+    bad, o = bad or BadLines(), ReadOptions(**columns)
     path = Path(path)
     if delimiter is None:
         name = path.name.removesuffix(".gz")
@@ -147,7 +148,7 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
     first_line, first = next(rows, (None, None))
     if first is None:
         raise DataError(path, 1, "the file is empty")
-    ti, pi, li = _table_columns(path, first, header, text_col, pair_col, label_col)
+    ti, pi, li = _table_columns(path, first, header, o.text_col, o.pair_col, o.label_col)
     width = len(first)                          # the header's (or first row's) fields
     need = max(x for x in (ti, pi, li) if x is not None) + 1
     if need > width:
@@ -165,7 +166,7 @@ def read_table(path, bad: BadLines | None = None, encoding: str = "utf-8", delim
         txt = row[ti]
         if not _check_text(txt, path, start, bad):
             continue
-        label = _split_label(row[li], label_sep) if li is not None else None
+        label = _split_label(row[li], o.label_sep) if li is not None else None
         if label is not None and (label == "" or label == ()):
             bad(path, start, "empty label")
             continue
@@ -221,23 +222,23 @@ def _json_label(value, path, i, bad, name_of=None):
 
 
 @streamed
-def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", text_col="text", pair_col=None,
-               contexts_col=None, label_col="label", skip_labels=(), label_sep=None, unlabelled=False):
-    """One JSON object per line. Pairs with ``pair_col``; a text with a list of contexts with
-    ``contexts_col``; a JSON list (or ``label_sep``-joined string) as label gives multi-label.
-    Examples whose label is in ``skip_labels`` (SNLI's ``-``) are left out and counted in
-    ``bad.filtered``."""
-    bad = bad or BadLines()
+def read_jsonl(path, bad: BadLines | None = None, encoding: str = "utf-8", skip_labels=(), unlabelled=False,
+               **columns):
+    """One JSON object per line; ``columns``: ``ReadOptions`` by name. Pairs with ``pair_col``; a
+    text with a list of contexts with ``contexts_col``; a JSON list (or ``label_sep``-joined
+    string) as label gives multi-label. Examples whose label is in ``skip_labels`` (SNLI's ``-``)
+    are left out and counted in ``bad.filtered``."""
+    bad, o = bad or BadLines(), ReadOptions(**columns)
     for i, line in iter_lines(path, encoding, bad):
-        obj = _json_object(line, text_col, path, i, bad) if line.strip() else None
+        obj = _json_object(line, o.text_col, path, i, bad) if line.strip() else None
         if obj is None:
             continue
         label = None
         if not unlabelled:
-            label = _jsonl_label(obj, label_col, skip_labels, label_sep, path, i, bad)
+            label = _jsonl_label(obj, o.label_col, skip_labels, o.label_sep, path, i, bad)
             if label is None:
                 continue
-        example = _jsonl_example(obj, obj[text_col], label, pair_col, contexts_col, path, i, bad)
+        example = _jsonl_example(obj, obj[o.text_col], label, o.pair_col, o.contexts_col, path, i, bad)
         if example is not None:
             yield example
 
@@ -325,18 +326,26 @@ def read_sick(path, bad: BadLines | None = None, encoding: str = "utf-8"):
 
 
 # ------------------------------------------------------------ formats by name
+def _column(default, help: str, aliases: tuple = ()):
+    return field(default=default, metadata={"help": help, "aliases": aliases})
+
+
 @dataclass(frozen=True)
 class ReadOptions:
-    """What the user said about a file's columns (csv, tsv, jsonl)."""
-    text_col: str = "text"
-    pair_col: str | None = None
-    contexts_col: str | None = None
-    label_col: str = "label"
-    label_sep: str | None = None
+    """What the user said about a file's columns (csv, tsv, jsonl). Declared here once: the run
+    options of the same names (``runs.contract``) are these fields, with their help."""
+    text_col: str = _column("text", "CSV/TSV/JSONL column or field of the text")
+    pair_col: str | None = _column(None, "column or field of the second text (pairs)", aliases=("--text-pair-col",))
+    contexts_col: str | None = _column(None, "JSONL field holding a list of context texts")
+    label_col: str = _column("label", "column or field of the label")
+    label_sep: str | None = _column(None, "split the label column on this string: a label set (multi-label)")
 
     @property
     def default_columns(self) -> bool:
-        return (self.text_col, self.pair_col, self.contexts_col, self.label_col) == ("text", None, None, "label")
+        return self == ReadOptions(label_sep=self.label_sep)
+
+
+COLUMNS = tuple(f.name for f in dataclasses.fields(ReadOptions) if f.name.endswith("_col"))   # the options naming a column
 
 
 @dataclass(frozen=True)
@@ -394,20 +403,19 @@ def _zhang(path, bad, encoding, o):
 
 @register_format("csv", by_name=_suffix(".csv"))
 def _csv(path, bad, encoding, o):
-    return read_table.stream(path, bad, encoding, ",", o.text_col, o.pair_col, o.label_col, o.label_sep)
+    return read_table.stream(path, bad, encoding, ",", **asdict(o))
 
 
 # a tab before any space on the first line: a TSV named .txt
 @register_format("tsv", by_name=_suffix(".tsv"), by_content=lambda head: "\t" in head[0].split(" ", 1)[0], rank=1)
 def _tsv(path, bad, encoding, o):
-    return read_table.stream(path, bad, encoding, "\t", o.text_col, o.pair_col, o.label_col, o.label_sep)
+    return read_table.stream(path, bad, encoding, "\t", **asdict(o))
 
 
 @register_format("jsonl", by_name=lambda path, name: name.endswith((".jsonl", ".json")) and not _is_nli(path))
 def _jsonl(path, bad, encoding, o):
-    return read_jsonl.stream(path, bad, encoding, o.text_col, o.pair_col, o.contexts_col, o.label_col,
-                             skip_labels=("-",) if o.label_col == "gold_label" else (),   # SNLI's 'no consensus'
-                             label_sep=o.label_sep)
+    return read_jsonl.stream(path, bad, encoding, skip_labels=("-",) if o.label_col == "gold_label" else (),
+                             **asdict(o))                                  # SNLI's 'no consensus'
 
 
 @register_format("nli", by_name=lambda path, name: name.endswith((".jsonl", ".json")) and _is_nli(path))
@@ -470,12 +478,11 @@ def file_format(path, fmt: str = "auto", encoding: str | None = None) -> Format:
     return _FORMATS[detect_format(path) if fmt == "auto" else fmt]
 
 
-def stream_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: str | None = None,
-                text_col="text", pair_col=None, contexts_col=None, label_col="label", label_sep=None):
-    """A file's examples one by one, as it is read; ``fmt="auto"`` guesses from name and content."""
+def stream_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: str | None = None, **columns):
+    """A file's examples one by one, as it is read; ``fmt="auto"`` guesses from name and content;
+    ``columns``: ``ReadOptions`` by name."""
     f = file_format(path, fmt, encoding)
-    options = ReadOptions(text_col, pair_col, contexts_col, label_col, label_sep)
-    return f.read(path, bad or BadLines(), encoding or f.encoding, options)
+    return f.read(path, bad or BadLines(), encoding or f.encoding, ReadOptions(**columns))
 
 
 def read_file(path, fmt: str = "auto", bad: BadLines | None = None, encoding: str | None = None, **columns):

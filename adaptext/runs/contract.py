@@ -4,8 +4,10 @@ Each option is one field of a section dataclass (data, text, optimisation, engin
 distillation, output) whose metadata says what the option means (help), which values it takes
 (choices, lowest, above) and whether ``--resume`` may change it. ``runs.options`` makes the
 command line's flags and help, the checks of a ``--config`` file, the resume rule and the layout
-of ``config.json`` from these declarations: adding an option is one line here. This module
-imports no model: the registry reads it to keep a model's options from shadowing a run's.
+of ``config.json`` from these declarations: adding an option is one line here. The column
+options (``--text-col`` ...) are the fields of the readers' ``ReadOptions``, which the readers
+take too, so they are declared there. This module imports no model: the registry reads it to
+keep a model's options from shadowing a run's.
 """
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ import dataclasses
 import typing
 from dataclasses import dataclass, field
 
-from ..data.readers import FORMATS
+from ..data.readers import FORMATS, ReadOptions
+from ..optim import OPTIMIZERS
 
 
 def opt(default, help: str, *, choices=None, lowest=None, highest=None, above=None, below=None,
@@ -36,13 +39,6 @@ class DataOptions:
     format: str = opt("auto", "file format (auto: from the name and first line)", choices=FORMATS)
     encoding: str | None = opt(None, "file encoding (default: utf-8; auto for Kim/TREC files: utf-8, else cp1252)",
                                reader=True)
-    text_col: str = opt("text", "CSV/TSV/JSONL column or field of the text", reader=True)
-    pair_col: str | None = opt(None, "column or field of the second text (pairs)", reader=True,
-                               aliases=("--text-pair-col",))
-    contexts_col: str | None = opt(None, "JSONL field holding a list of context texts", reader=True)
-    label_col: str = opt("label", "column or field of the label", reader=True)
-    label_sep: str | None = opt(None, "split the label column on this string: a label set (multi-label)",
-                                reader=True)
     on_bad_line: str = opt("error", "error: stop at a bad line; skip: leave it out and count it",
                            choices=("error", "skip"))
     cv: int = opt(0, "k-fold cross-validation (sets without a test split)", lowest=0)
@@ -81,7 +77,7 @@ class TextOptions:
 
 @dataclass
 class OptimisationOptions:
-    optimizer: str = opt("adam", "optimiser", choices=("adam", "adagrad", "adadelta", "sgd"))
+    optimizer: str = opt("adam", "optimiser", choices=OPTIMIZERS)
     lr: float = opt(1e-3, "learning rate", above=0)
     batch_size: int = opt(50, "examples per batch", lowest=1)
     epochs: int = opt(10, "at most this many epochs", lowest=1, resume=True)
@@ -137,8 +133,8 @@ class OutputOptions:
     resume: str | None = opt(None, "continue an interrupted run from its last checkpoint")
 
 
-SECTIONS = {"data": DataOptions, "text": TextOptions, "optimisation": OptimisationOptions,
-            "engine": EngineOptions, "distillation": DistillationOptions, "output": OutputOptions}
+SECTIONS = {"data": (DataOptions, ReadOptions), "text": (TextOptions,), "optimisation": (OptimisationOptions,),
+            "engine": (EngineOptions,), "distillation": (DistillationOptions,), "output": (OutputOptions,)}
 DEFAULT_MODEL = "kim_cnn"
 
 
@@ -163,10 +159,13 @@ def _base_type(hint) -> type:
 
 def _collect() -> dict[str, Option]:
     options = {}
-    for section, cls in SECTIONS.items():
-        hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            options[f.name] = Option(f.name, section, f.default, _base_type(hints[f.name]), dict(f.metadata))
+    for section, classes in SECTIONS.items():
+        for cls in classes:
+            hints = typing.get_type_hints(cls)
+            for f in dataclasses.fields(cls):
+                # a column's field says its help and aliases; as a run option it is read by the readers
+                meta = opt(f.default, reader=True, **f.metadata).metadata if cls is ReadOptions else f.metadata
+                options[f.name] = Option(f.name, section, f.default, _base_type(hints[f.name]), dict(meta))
     return options
 
 

@@ -11,8 +11,6 @@ from . import metrics as M
 from .pipeline import gold
 from .splits import split_examples
 
-COLUMNS = ("text_col", "pair_col", "contexts_col", "label_col")
-
 
 def run_examples(clf, run_dir, split: str, data=None, data_dir=None, fmt=None, on_bad_line=None, columns=None,
                  stored: bool = False):

@@ -10,9 +10,11 @@ from pathlib import Path
 
 from ..data.errors import DataError
 from ..data.examples import ContextsExample, PairExample, TextExample, TreeExample, TreePairExample
+from ..data.readers import COLUMNS, file_format, read_table
 from ..data.trees import tree_from_brackets
 
-ROLES = (("text_col", "text"), ("pair_col", "pair"), ("contexts_col", "contexts"))
+# the run's columns of a text, pair and contexts, by the field of an input each fills
+ROLES = tuple((c, c.removesuffix("_col")) for c in COLUMNS if c != "label_col")
 
 
 def as_input_list(inputs) -> list:
@@ -91,7 +93,7 @@ class InputReader:
         return {**x, **{role: x[col] for col, role in cols.items() if col in x and role not in x}}
 
     def _fields_hint(self) -> str:
-        cols = [self.config.get(k) for k in ("text_col", "pair_col") if self.config.get(k) not in (None, "text")]
+        cols = [self.config.get(c) for c, role in ROLES if self.config.get(c) not in (None, role)]
         return f" (or the run's fields: {', '.join(repr(c) for c in cols)})" if cols else ""
 
     def _tree_example(self, s: str, where: str, bracketed: bool) -> TreeExample:
@@ -160,22 +162,20 @@ class InputReader:
         return value
 
     def _table(self, file: str, encoding: str | None):
-        from ..data.readers import read_table
         if not Path(file).is_file():
             raise DataError(file, None, "no such file")
         if self.kind not in ("text", "pair"):
             raise DataError(file, None, f"a .csv / .tsv file feeds text or pair models; this {self.kind} model "
                                         "reads JSON lines")
-        pair_col = (self.config.get("pair_col") or "pair") if self.kind == "pair" else None
+        own = {c: self.config.get(c) or role for c, role in ROLES}     # the run's columns, else the fields' names
         rows = read_table.stream(file, delimiter="\t" if ".tsv" in Path(file).name.lower() else ",",
-                          text_col=self.config.get("text_col") or "text", pair_col=pair_col, label_col=None,
-                          encoding=encoding or self.config.get("encoding") or "utf-8")
+                                 text_col=own["text_col"], pair_col=own["pair_col"] if self.kind == "pair" else None,
+                                 label_col=None, encoding=encoding or self.config.get("encoding") or "utf-8")
         return (ex.text if self.kind == "text" else {"text": ex.text, "pair": ex.pair} for ex in rows)
 
 
 def _a_file_of_trees(file) -> bool:
     """A file the readers take for parses as a whole (every line bracketed, as SST's PTB files)."""
-    from ..data.readers import file_format
     return file_format(file).trees
 
 
