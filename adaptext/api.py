@@ -28,7 +28,7 @@ class Classifier:
             raise UsageError(f"device {device!r}: {str(e).splitlines()[0]}") from None
         if spec.entry.needs_tags:              # a missing tagger is said now, not at the first prediction
             from .data.tags import PhraseLabeller, get_tagger
-            get_tagger(spec.config["tagger"])
+            get_tagger(spec.config.tagger)
             PhraseLabeller.load_default()
         return cls(Pipeline(spec, model))
 

@@ -310,7 +310,7 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
     run, out = Path(run_dir), Path(out_dir)
     clf = Classifier.load(run)
     if clf.kind not in INPUTS:
-        raise DataError(run, None, f"a {clf.kind} model ({clf.config['model']}) reads a parse per text, which an "
+        raise DataError(run, None, f"a {clf.kind} model ({clf.config.model}) reads a parse per text, which an "
                                    f"ONNX graph cannot; export supports text, pair and contexts models")
     if out.resolve() == run.resolve():
         raise DataError(out, None, "--out is the run directory itself: export into another directory")
@@ -326,10 +326,10 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
     for name in ("vocab.json", "labels.json", "config.json"):
         shutil.copyfile(run / name, out / name)
     manifest = {
-        "format": "onnx", "model": clf.config["model"], "kind": clf.kind, "file": onnx_path.name,
+        "format": "onnx", "model": clf.config.model, "kind": clf.kind, "file": onnx_path.name,
         "inputs": list(INPUTS[clf.kind]), "outputs": ["logits", "probs"],
         "probabilities": "sigmoid" if clf.labels.multilabel else "softmax",
-        "length": length, "max_length": clf.config["max_length"],
+        "length": length, "max_length": clf.config.max_length,
         "fixed_length": clf.model.fixed_length or None,
         "encoding": "tokenise with vocab.json's tokenizer settings; ids from its tokens (else 1, <unk>); cut at "
                     "max_length (and fixed_length, length when set); an empty text is one <unk> (an empty pair or context has length 0); pad with 0 to the "
@@ -338,7 +338,7 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
         **done, "source": str(run.resolve()),
     }
     write_atomic(out / "export.json", manifest)
-    log(f"exported {clf.config['model']} to {onnx_path} ({onnx_path.stat().st_size / 2 ** 20:.1f} MiB); "
+    log(f"exported {clf.config.model} to {onnx_path} ({onnx_path.stat().st_size / 2 ** 20:.1f} MiB); "
         f"onnxruntime against PyTorch on {len(done['check']['batches'])} random batches: largest probability "
         f"difference {done['check']['max_abs_diff_probs']:.1e}")
     return manifest

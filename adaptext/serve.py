@@ -316,9 +316,9 @@ def describe(clf, run_dir) -> dict:
     from .runs.files import read_json
     metrics_path = Path(run_dir) / "metrics.json"
     metrics = read_json(metrics_path) if metrics_path.is_file() else {}
-    return {"model": clf.config["model"], "task": clf.kind, "labels": clf.labels.labels,
+    return {"model": clf.config.model, "task": clf.kind, "labels": clf.labels.labels,
             "multilabel": clf.labels.multilabel,
-            "data": Path(clf.config["data"]).name if clf.config.get("data") else "trec-demo",
+            "data": Path(clf.config.data).name if clf.config.data else "trec-demo",
             "test": {k: metrics.get("test", {}).get(k) for k in ("accuracy", "macro_f1", "micro_f1")}}
 
 

@@ -125,7 +125,7 @@ def outcomes(run: Path, test, device: str):
         return model, Tokenizer(TokenizerConfig(**vocab["tokenizer"])), correct
     clf = Classifier.load(run, device=device)
     pred = [p["label"] for p in clf.predict(test, batch_size=100)]
-    return clf.config["model"], clf.encoder.tokenizer, np.array([p == ex.label for p, ex in zip(pred, test)])
+    return clf.config.model, clf.encoder.tokenizer, np.array([p == ex.label for p, ex in zip(pred, test)])
 
 
 def plot(per_model: dict, path: Path, dataset: str) -> None:

@@ -46,7 +46,7 @@ def main() -> None:
     torch.set_num_threads(a.threads)
     runs = [Path(r) for r in a.runs]
     clfs = {r: adaptext.load(r) for r in runs}
-    datasets = {clf.config["data"] for clf in clfs.values()}
+    datasets = {clf.config.data for clf in clfs.values()}
     if len(datasets) != 1:
         raise SystemExit(f"the runs read different data ({', '.join(sorted(map(str, datasets)))}): one dataset a call")
     dataset = datasets.pop()
@@ -67,7 +67,7 @@ def main() -> None:
     rows = [{"model": name, "variant": part, "dataset": dataset, "split": "test", "metric": "accuracy",
              **common.stats(v)} for (name, part), v in values.items()]
     notes = (f"{int(unseen.sum())} of the {len(texts)} test texts hold a word outside the vocabulary of "
-             f"{words[0].config['model']} (its training texts' words), "
+             f"{words[0].config.model} (its training texts' words), "
              f"which a word-level student reads as <unk>. Runs: {', '.join(str(r) for r in runs)}.")
     print(common.write("distill_oov", rows, notes, a.out))
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from adaptext.runs.config import RunConfig
 from adaptext.training.checkpoint import load_tree
 
 EVERY = 15
@@ -91,7 +92,7 @@ def _module(loader=None):
 
     import torch
     from adaptext.training.module import ClassifierModule
-    return ClassifierModule(torch.nn.Linear(2, 2), {"monitor": None, "label_smoothing": 0.0},
+    return ClassifierModule(torch.nn.Linear(2, 2), RunConfig(),
                             SimpleNamespace(multilabel=False), loader or _Loader(), None)
 
 

@@ -4,9 +4,11 @@ scripts read) and as a maintainer reads them (import boundaries, function length
 from __future__ import annotations
 
 import ast
+import dataclasses
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,7 +42,7 @@ def test_old_config_json_reproduces_and_resumes_like_a_new_one(tmp_path, capsys)
     from adaptext.runs.options import flatten, load_config_file, nested, resolve
     old = load_config_file(LEGACY / "kim_cnn" / "config.json")
     cfg = resolve({}, old)
-    assert flatten(nested(cfg)) == cfg
+    assert flatten(nested(cfg)) == cfg.flat()
     new = tmp_path / "config.json"
     new.write_text(json.dumps(nested(cfg)))
     assert resolve({}, load_config_file(new)) == cfg
@@ -317,6 +319,26 @@ def test_no_import_cycle_inside_the_package():
                 seen.add(here)
                 stack += [(m, route + [m]) for m in graph[here]]
     assert not cycles, cycles
+
+
+def test_a_run_configuration_is_read_by_attribute_outside_the_options_module():
+    """resolve() returns a typed RunConfig; only runs/options.py, which builds it from the flat
+    mapping of defaults, file and flags, reads options by string key."""
+    keyed = re.compile(r"\b(?:cfg|config)\[[\"']")
+    found = [f"{path.relative_to(ROOT)}:{i}: {line.strip()}"
+             for path in PACKAGE.rglob("*.py") if path.name != "options.py"
+             for i, line in enumerate(path.read_text().splitlines(), 1) if keyed.search(line)]
+    assert not found, found
+
+
+def test_a_run_configuration_is_typed_and_frozen():
+    from adaptext.runs.config import RunConfig
+    from adaptext.runs.options import resolve
+    cfg = resolve({"model": "kim_cnn", "lr": 0.01, "filters": 20})
+    assert isinstance(cfg, RunConfig) and cfg.lr == 0.01 and cfg.model_options["filters"] == 20
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.lr = 1.0
+    assert RunConfig.from_flat(cfg.flat()) == cfg and cfg.replace(lr=0.5).lr == 0.5
 
 
 def test_no_function_of_the_package_is_over_60_lines():

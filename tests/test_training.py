@@ -219,9 +219,9 @@ def test_evaluate_scores_the_split_the_run_trained_with(demo_run, tmp_path, caps
 
 def test_embeddings_default_to_non_static_and_rand_refuses_them():
     from adaptext.runs.options import resolve
-    assert resolve({})["embedding_mode"] == "rand"
-    assert resolve({"embeddings": "vectors.txt"})["embedding_mode"] == "non-static"
-    assert resolve({"embeddings": "vectors.txt", "embedding_mode": "static"})["embedding_mode"] == "static"
+    assert resolve({}).embedding_mode == "rand"
+    assert resolve({"embeddings": "vectors.txt"}).embedding_mode == "non-static"
+    assert resolve({"embeddings": "vectors.txt", "embedding_mode": "static"}).embedding_mode == "static"
     with pytest.raises(ValueError, match="rand .* does not use --embeddings"):
         train_run({"embeddings": "vectors.txt", "embedding_mode": "rand"})
 
@@ -484,8 +484,8 @@ def test_model_options_from_a_config_file_take_their_field_s_type(tmp_path):
     fixed_length 0 (pad to the batch) is a value, not an error; what cannot convert says so."""
     from adaptext.runs.options import resolve
     cfg = resolve({}, {"model": "kim_cnn", "widths": 3, "filters": "20"})
-    assert cfg["widths"] == (3,) and cfg["filters"] == 20
-    assert resolve({"model": "densecnn", "fixed_length": 0})["fixed_length"] == 0
+    assert cfg.model_options["widths"] == (3,) and cfg.model_options["filters"] == 20
+    assert resolve({"model": "densecnn", "fixed_length": 0}).model_options["fixed_length"] == 0
     with pytest.raises(ValueError, match=r"widths must be comma-separated whole numbers, not '3,x'"):
         resolve({}, {"widths": "3,x"})
     with pytest.raises(ValueError, match=r"dropout must be a number, not True"):
@@ -502,16 +502,16 @@ def test_predict_reads_what_the_run_was_trained_on(demo_run, tmp_path, monkeypat
     for call in (clf.predict, clf.predict_proba):
         with pytest.raises(TypeError, match=r"give a list of inputs, not one str \(e.g. predict\(\[text\]\)\)"):
             call("great")
-    reader = InputReader("text", dict(clf.config, text_col="question"), clf.tokens, 0)
+    reader = InputReader("text", clf.config.replace(text_col="question"), clf.tokens, 0)
     assert reader.examples([{"question": "Who wrote Hamlet ?"}])[0].text == "Who wrote Hamlet ?"
-    reader = InputReader("pair", dict(clf.config, text_col="hypothesis", pair_col="premise"), clf.tokens, 0)
+    reader = InputReader("pair", clf.config.replace(text_col="hypothesis", pair_col="premise"), clf.tokens, 0)
     (ex,) = reader.examples([{"hypothesis": "a man sings", "premise": "a man sings a song"}])
     assert (ex.text, ex.pair) == ("a man sings", "a man sings a song")
     with pytest.raises(DataError, match=r"a pair model needs .* \(or the run's fields: 'hypothesis', 'premise'\)"):
         reader.examples([{"sentence": "x"}])
     t = tmp_path / "p.tsv"
     t.write_text('text\tpair\tlabel\na man sings\t"a man" sings a song\tyes\n')
-    reader = InputReader("pair", dict(clf.config, text_col="text", pair_col=None), clf.tokens, 0)  # a named pair set
+    reader = InputReader("pair", clf.config.replace(text_col="text", pair_col=None), clf.tokens, 0)  # a named pair set
     assert reader.read(str(t)) == [{"text": "a man sings", "pair": '"a man" sings a song'}]
     with pytest.raises(DataError, match="a .csv / .tsv file feeds text or pair models"):
         InputReader("contexts", clf.config, clf.tokens, 0).read(str(t))
@@ -573,7 +573,8 @@ def test_a_students_teacher_logits_are_computed_where_the_student_trains(tmp_pat
     assert devices == [gpu] and m["test"]["accuracy"] > 20
     masked = [TextExample("what is <unk> ?")]
     assert as_the_teacher_reads(adaptext.load(teacher), masked) == masked     # a word-level teacher's own <unk>
-    assert [prepare_device({"accelerator": a}) for a in ("cpu", "auto", "gpu")] == ["cpu", gpu, gpu]
+    from adaptext.runs.config import RunConfig
+    assert [prepare_device(RunConfig(accelerator=a)) for a in ("cpu", "auto", "gpu")] == ["cpu", gpu, gpu]
 
 
 def test_a_student_knows_the_words_of_its_unlabelled_transfer_texts(tmp_path, monkeypatch):

@@ -183,14 +183,15 @@ def test_distillation_loss_follows_the_teacher():
     from adaptext.data.text import LabelMap
     from adaptext.training.module import ClassifierModule
     from adaptext.data.batching import Batch
-    cfg = {"monitor": None, "label_smoothing": 0.0, "distill_loss": "mse", "alpha": 0.0, "temperature": 2.0}
+    from adaptext.runs.config import RunConfig
+    cfg = RunConfig(distill_loss="mse", alpha=0.0, temperature=2.0)
     module = ClassifierModule(torch.nn.Linear(1, 1), cfg, LabelMap(["a", "b"]), None, None)
     soft = torch.tensor([[2.0, -1.0], [0.5, 0.5]])
     batch = Batch(index=torch.arange(2), labels=torch.tensor([0, -100]), soft=soft)
     assert float(module.distillation_loss(soft.clone(), batch)) == 0.0
     assert float(module.distillation_loss(soft + 1.0, batch)) == pytest.approx(1.0)
-    module.cfg = dict(cfg, distill_loss="kl")
+    module.cfg = cfg.replace(distill_loss="kl")
     assert float(module.distillation_loss(soft + 3.0, batch)) == pytest.approx(0.0, abs=1e-6)   # same softmax
-    module.cfg = dict(cfg, alpha=1.0)
+    module.cfg = cfg.replace(alpha=1.0)
     hard = torch.nn.functional.cross_entropy(soft[:1], torch.tensor([0]))
     assert float(module.distillation_loss(soft, batch)) == pytest.approx(float(hard))        # only the labelled text

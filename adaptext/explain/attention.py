@@ -143,7 +143,7 @@ def explain_run(clf, run_dir, text: str, contexts: list, out_dir) -> list[Path]:
     from ..data.errors import DataError
     run = run_dir
     if not clf.model.explains:
-        raise DataError(run, None, f"{clf.config['model']} has no attention to show (use an attconv run)")
+        raise DataError(run, None, f"{clf.config.model} has no attention to show (use an attconv run)")
     for name, t in [("--text", text)] + [(f"--context {k}", c) for k, c in enumerate(contexts, 1)]:
         if not clf.tokens(t):
             raise DataError("<input>", None, f"{name} is empty after tokenisation: nothing to attend from or to")

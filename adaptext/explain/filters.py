@@ -99,7 +99,7 @@ def explain_run(clf, run_dir, out_dir, data=None, split: str = "test", per_class
     rng = random.Random(0)
     chosen = [e for lab in clf.labels.labels
               for e in rng.sample(by_class.get(lab, []), min(per_class, len(by_class.get(lab, []))))]
-    name = data or clf.config.get("data") or "trec-demo"
+    name = data or clf.config.data or "trec-demo"
     if not chosen:
         raise DataError(name, None, f"no example carries one of the run's labels "
                                     f"({', '.join(map(str, clf.labels.labels))})")
@@ -109,6 +109,6 @@ def explain_run(clf, run_dir, out_dir, data=None, split: str = "test", per_class
     if baseline:
         from .. import load
         static = static_filters(load(baseline).model)
-    title = f"{clf.config['model']} ({clf.config.get('generation', '')}) on {name}: generated filters"
+    title = f"{clf.config.model} ({clf.config.model_options.get('generation', '')}) on {name}: generated filters"
     return [plot_filters(gen, [it.label for it in items], clf.labels.labels, Path(out_dir) / "filters_tsne.png",
                          static, title=title)]

@@ -153,9 +153,9 @@ def explain_run(clf, run_dir, out_dir, tree: str, dim: int = 0, data=None, split
     from ..runs.evaluate import run_examples
     from ..runs.pipeline import tag
     if clf.kind not in ("tree", "tree_pair"):
-        raise DataError(run_dir, None, f"{clf.config['model']} is not a tree model")
+        raise DataError(run_dir, None, f"{clf.config.model} is not a tree model")
     if data and not clf.entry.needs_tags:
-        raise UsageError(f"--data dumps the node types behind each z_u dimension; {clf.config['model']} "
+        raise UsageError(f"--data dumps the node types behind each z_u dimension; {clf.config.model} "
                          f"has no tag-guided hypernetwork (drop --data to draw the tree by its hidden state)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

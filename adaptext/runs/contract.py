@@ -30,7 +30,7 @@ def opt(default, help: str, *, choices=None, lowest=None, highest=None, above=No
         "above": above, "below": below, "resume": resume, "path": path, "reader": reader, "aliases": tuple(aliases)})
 
 
-@dataclass
+@dataclass(frozen=True)
 class DataOptions:
     data: str | None = opt(None, "named dataset or training file (default: the bundled TREC demo)", path=True)
     dev: str | None = opt(None, "dev file (default: the dataset's dev split, else 10%% of train)", path=True)
@@ -50,7 +50,7 @@ class DataOptions:
                           "64 MB)", lowest=0, resume=True)
 
 
-@dataclass
+@dataclass(frozen=True)
 class TextOptions:
     tokenizer: str | None = opt(None, "word, char, or subword (a pretrained encoder's word pieces; default: the "
                                       "model's)", choices=("word", "char", "subword"))
@@ -75,7 +75,7 @@ class TextOptions:
                       choices=("bracketer", "right-branching", "left-branching"))
 
 
-@dataclass
+@dataclass(frozen=True)
 class OptimisationOptions:
     optimizer: str = opt("adam", "optimiser", choices=OPTIMIZERS)
     lr: float = opt(1e-3, "learning rate", above=0)
@@ -93,7 +93,7 @@ class OptimisationOptions:
     bucket: int = opt(50, "sort by length within pools of this many batches (less padding; 0: off)", lowest=0)
 
 
-@dataclass
+@dataclass(frozen=True)
 class EngineOptions:
     seed: int = opt(1, "random seed")
     deterministic: bool = opt(False, "bit-identical reruns on the same machine (slower)")
@@ -113,7 +113,7 @@ class EngineOptions:
                             "(0: never)", lowest=0, resume=True)
 
 
-@dataclass
+@dataclass(frozen=True)
 class DistillationOptions:
     teacher: str | None = opt(None, "a trained run whose logits the model learns from (see adaptext distill); "
                                     "several, comma-separated: an ensemble, their logits averaged", path=True)
@@ -127,7 +127,7 @@ class DistillationOptions:
                                       "set", path=True)
 
 
-@dataclass
+@dataclass(frozen=True)
 class OutputOptions:
     out: str | None = opt(None, "run directory to write (default: runs/MODEL-DATA-seedS)", path=True)
     resume: str | None = opt(None, "continue an interrupted run from its last checkpoint")

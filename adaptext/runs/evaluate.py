@@ -22,8 +22,8 @@ def run_examples(clf, run_dir, split: str, data=None, data_dir=None, fmt=None, o
     if columns and (not data or data in DATASETS):
         raise UsageError("--text-col / --pair-col / --contexts-col / --label-col name the columns of a --data file")
     fold = re.fullmatch(r"fold-(\d+)", Path(run_dir).resolve().name)
-    return split_examples(dict(clf.config, **columns), split, data, data_dir, fmt,
-                          on_bad_line or clf.config.get("on_bad_line") or "error", int(fold.group(1)) if fold else None,
+    return split_examples(clf.config.replace(**columns), split, data, data_dir, fmt,
+                          on_bad_line or clf.config.on_bad_line or "error", int(fold.group(1)) if fold else None,
                           stored)
 
 

@@ -12,6 +12,7 @@ from ..data.errors import DataError
 from ..data.examples import ContextsExample, PairExample, TextExample, TreeExample, TreePairExample
 from ..data.readers import COLUMNS, file_format, read_table
 from ..data.trees import tree_from_brackets
+from .config import RunConfig
 
 # the run's columns of a text, pair and contexts, by the field of an input each fills
 ROLES = tuple((c, c.removesuffix("_col")) for c in COLUMNS if c != "label_col")
@@ -28,7 +29,7 @@ class InputReader:
     options (its column names, its parser); ``tokens`` and ``max_length``: how the run tokenises
     and cuts a text (a plain text given to a tree model is parsed with the run's ``--parser``)."""
 
-    def __init__(self, kind: str, config: dict, tokens, max_length: int):
+    def __init__(self, kind: str, config: RunConfig, tokens, max_length: int):
         self.kind, self.config, self.tokens, self.max_length = kind, config, tokens, max_length
 
     def examples(self, inputs, source: str = "<input>", start: int = 0) -> list:
@@ -51,7 +52,7 @@ class InputReader:
         if not texts:
             return examples
         from ..parse import DEFAULT, parse_token_lists
-        trees = dict(zip(map(id, texts), parse_token_lists(texts, self.config.get("parser") or DEFAULT)))
+        trees = dict(zip(map(id, texts), parse_token_lists(texts, self.config.parser or DEFAULT)))
         fill = lambda t: trees[id(t)] if isinstance(t, list) else t
         return [ex if ex.kind not in ("tree", "tree_pair") else
                 dataclasses.replace(ex, tree=fill(ex.tree)) if ex.kind == "tree" else
@@ -89,11 +90,11 @@ class InputReader:
     def _renamed(self, x: dict) -> dict:
         """The run's own field names (--text-col hypothesis --pair-col premise) read as text / pair /
         contexts; the generic names work too."""
-        cols = {self.config.get(k): role for k, role in ROLES if self.config.get(k)}
+        cols = {getattr(self.config, k): role for k, role in ROLES if getattr(self.config, k)}
         return {**x, **{role: x[col] for col, role in cols.items() if col in x and role not in x}}
 
     def _fields_hint(self) -> str:
-        cols = [self.config.get(c) for c, role in ROLES if self.config.get(c) not in (None, role)]
+        cols = [getattr(self.config, c) for c, role in ROLES if getattr(self.config, c) not in (None, role)]
         return f" (or the run's fields: {', '.join(repr(c) for c in cols)})" if cols else ""
 
     def _tree_example(self, s: str, where: str, bracketed: bool) -> TreeExample:
@@ -130,7 +131,7 @@ class InputReader:
         from ..data.lines import decode_line, iter_lines
         if file and not Path(file).is_file():
             raise DataError(file, None, "no such file")
-        name, enc = file or "<stdin>", encoding or self.config.get("encoding") or "utf-8"
+        name, enc = file or "<stdin>", encoding or self.config.encoding or "utf-8"
         raw = getattr(sys.stdin, "buffer", None)          # bytes, so a line that is not UTF-8 is named
         if file:
             lines = iter_lines(file, enc)
@@ -167,10 +168,10 @@ class InputReader:
         if self.kind not in ("text", "pair"):
             raise DataError(file, None, f"a .csv / .tsv file feeds text or pair models; this {self.kind} model "
                                         "reads JSON lines")
-        own = {c: self.config.get(c) or role for c, role in ROLES}     # the run's columns, else the fields' names
+        own = {c: getattr(self.config, c) or role for c, role in ROLES}     # the run's columns, else the fields' names
         rows = read_table.stream(file, delimiter="\t" if ".tsv" in Path(file).name.lower() else ",",
                                  text_col=own["text_col"], pair_col=own["pair_col"] if self.kind == "pair" else None,
-                                 label_col=None, encoding=encoding or self.config.get("encoding") or "utf-8")
+                                 label_col=None, encoding=encoding or self.config.encoding or "utf-8")
         return (ex.text if self.kind == "text" else {"text": ex.text, "pair": ex.pair} for ex in rows)
 
 

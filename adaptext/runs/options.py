@@ -3,8 +3,9 @@ command line's flags and help, the checks of a ``--config`` file (refused values
 line), the resume rule and the layout of ``config.json`` are all generated from them. The
 model's own options are the fields of its config dataclass (registry).
 
-At run time a configuration is one flat dict, option name -> value (``cfg["lr"]``), so a run
-option and a model option never share a name (the registry refuses a model field that would
+At run time a configuration is a ``RunConfig`` (``runs.config``): every run option an attribute
+(``cfg.lr``), the model's options in ``cfg.model_options``; a run option and a model option
+never share a name (the registry refuses a model field that would
 shadow one). ``config.json`` is written nested, one mapping per section and the model's
 options under ``model``::
 
@@ -27,6 +28,7 @@ import re
 from pathlib import Path
 
 from ..data.errors import DataError, OptionError, UsageError
+from .config import RunConfig
 from .contract import DEFAULT_MODEL, OPTIONS, SECTIONS
 
 
@@ -109,19 +111,19 @@ def check_model_value(key: str, default, v) -> None:
         raise OptionError(key, f"max_norm must be at least 0 (0: no constraint), not {v!r}")
 
 
-def check_new_run(cfg: dict) -> None:
+def check_new_run(cfg: RunConfig) -> None:
     """Options that a new run refuses (a saved run's config is loaded as it was)."""
-    if cfg["embedding_mode"] == "rand" and cfg["embeddings"]:
+    if cfg.embedding_mode == "rand" and cfg.embeddings:
         raise UsageError("embedding mode rand (random vectors) does not use --embeddings: drop one, "
                          "or pick static, non-static or multichannel")
-    if cfg["pca_dim"] and not cfg["embeddings"]:
+    if cfg.pca_dim and not cfg.embeddings:
         raise UsageError("--pca-dim reduces pretrained vectors: it needs --embeddings")
 
 
 # ----------------------------------------------------------------------- resolve
-def resolve(options: dict, file_options: dict | None = None, source=None) -> dict:
+def resolve(options: dict, file_options: dict | None = None, source=None) -> RunConfig:
     """Merge defaults, the model's training defaults, a config file and explicit options into
-    one checked flat config. A value refused that came from the file (``source``, when given)
+    one checked, typed config. A value refused that came from the file (``source``, when given)
     is a ``DataError`` naming its line."""
     from ..registry import get_entry
     file_options = flatten(file_options or {})
@@ -147,7 +149,7 @@ def resolve(options: dict, file_options: dict | None = None, source=None) -> dic
         if from_file(e.key):
             raise DataError(source, line_of(source, e.key), str(e)) from None
         raise
-    return cfg
+    return RunConfig.from_flat(cfg)
 
 
 def _check(entry, cfg: dict) -> None:
@@ -160,20 +162,15 @@ def _check(entry, cfg: dict) -> None:
     for k, default in entry.defaults.items():
         cfg[k] = coerce_model_option(k, default, cfg[k])
         check_model_value(k, default, cfg[k])
-    entry.config(**model_options(cfg))              # refuses a value outside a field's choices
-
-
-def model_options(cfg: dict) -> dict:
-    from ..registry import get_entry
-    return {k: cfg[k] for k in get_entry(cfg["model"]).defaults}
+    entry.config(**{k: cfg[k] for k in entry.defaults})      # refuses a value outside a field's choices
 
 
 # ----------------------------------------------------------------------- config.json
-def nested(cfg: dict) -> dict:
+def nested(cfg: RunConfig) -> dict:
     """The documented form of config.json: the model (name and options), then one mapping per section."""
-    out = {"model": {"name": cfg["model"], **model_options(cfg)}}
+    out = {"model": {"name": cfg.model, **cfg.model_options}}
     for section in SECTIONS:
-        out[section] = {k: cfg[k] for k, o in OPTIONS.items() if o.section == section}
+        out[section] = {k: getattr(cfg, k) for k, o in OPTIONS.items() if o.section == section}
     return out
 
 
@@ -256,7 +253,7 @@ def add_arguments(parser, model: str) -> None:
     """One flag per run option (section by section) and per option of ``model``, with help
     showing the value this model runs with."""
     from ..registry import get_entry
-    shown = resolve({"model": model})
+    shown = resolve({"model": model}).flat()
     for section in SECTIONS:
         group = parser.add_argument_group(f"{section} options")
         for key, o in OPTIONS.items():

@@ -26,10 +26,10 @@ def collator(model: TextClassifier, labels) -> Collator:
 
 def tag(examples: list, config: dict) -> list:
     """Trees of a tag-guided model get POS tags (leaves) and phrase tags (inner nodes)."""
-    if not examples or not get_entry(config["model"]).needs_tags:
+    if not examples or not get_entry(config.model).needs_tags:
         return examples
     from ..data.tags import PhraseLabeller, get_tagger, tag_examples
-    return tag_examples(examples, get_tagger(config["tagger"]), PhraseLabeller.load_default())
+    return tag_examples(examples, get_tagger(config.tagger), PhraseLabeller.load_default())
 
 
 def predict_probs(model, items, collate: Collator, multilabel: bool, batch_size: int = 256) -> np.ndarray:
@@ -92,7 +92,7 @@ class Pipeline:
     def __init__(self, spec: RunSpec, model: TextClassifier):
         self.spec, self.model = spec, model.eval()
         self.labels, self.kind = spec.labels, spec.kind
-        limit = length_limit(spec.config["max_length"], model.fixed_length)
+        limit = length_limit(spec.config.max_length, model.fixed_length)
         self.encoder = Encoder(spec.tokenizer, spec.vocab, spec.labels, spec.tag_vocab, limit)
         self.collate = collator(model, spec.labels)
         self.reader = InputReader(spec.kind, spec.config, self.encoder.tokens, limit)

@@ -26,22 +26,23 @@ from ..data.text import LabelMap, Tokenizer, TokenizerConfig, Vocab
 from ..registry import create_model, get_entry
 from . import options
 from .files import load_weights, read_json, write_atomic
+from .config import RunConfig
 
 FILES = ("config.json", "vocab.json", "labels.json", "model.safetensors")
 PIECES = "tokenizer.json"       # a subword run's word pieces (the tokenizers library's file)
 
 
-def make_tokenizer(cfg: dict) -> Tokenizer:
+def make_tokenizer(cfg: RunConfig) -> Tokenizer:
     """A new run's tokenizer; a subword one reads the word pieces of the model's pretrained encoder."""
     from ..pretrained import DEFAULT
-    level = cfg["tokenizer"] or get_entry(cfg["model"]).tokenizer
-    pretrained = (cfg.get("pretrained") or DEFAULT) if level == "subword" else None
-    return Tokenizer(level=level, lower=cfg["lower"], clean=cfg["clean"], pretrained=pretrained)
+    level = cfg.tokenizer or get_entry(cfg.model).tokenizer
+    pretrained = (cfg.model_options.get("pretrained") or DEFAULT) if level == "subword" else None
+    return Tokenizer(level=level, lower=cfg.lower, clean=cfg.clean, pretrained=pretrained)
 
 
 @dataclass
 class RunSpec:
-    config: dict                    # the resolved flat options (runs.options)
+    config: RunConfig               # the resolved options (runs.options)
     kind: str                       # the example kind the model reads: text, pair, contexts, tree, tree_pair
     tokenizer: Tokenizer
     vocab: Vocab
@@ -51,7 +52,7 @@ class RunSpec:
 
     @property
     def model_name(self) -> str:
-        return self.config["model"]
+        return self.config.model
 
     @property
     def entry(self):
@@ -65,7 +66,7 @@ class RunSpec:
         return create_model(self.model_name, num_classes=len(self.labels), vocab_size=len(self.vocab), kind=self.kind,
                             multilabel=self.labels.multilabel,
                             tag_vocab_size=len(self.tag_vocab) if self.tag_vocab else 0, embeddings=embeddings,
-                            embedding_mode=self.config["embedding_mode"], **options.model_options(self.config))
+                            embedding_mode=self.config.embedding_mode, **self.config.model_options)
 
     # ------------------------------------------------------------------ write
     def save(self, run_dir) -> None:
@@ -90,9 +91,9 @@ class RunSpec:
         config = options.resolve({}, read_json(run / "config.json"), run / "config.json")
         voc = _checked_vocab(run / "vocab.json", read_json(run / "vocab.json"))
         labels = _checked_labels(run / "labels.json", read_json(run / "labels.json"))
-        kind = voc.get("kind") or _legacy_kind(run, config["model"])
-        if kind not in get_entry(config["model"]).inputs:
-            raise DataError(run / "vocab.json", None, f"model {config['model']} does not read {kind!r} input")
+        kind = voc.get("kind") or _legacy_kind(run, config.model)
+        if kind not in get_entry(config.model).inputs:
+            raise DataError(run / "vocab.json", None, f"model {config.model} does not read {kind!r} input")
         try:
             tokenizer = Tokenizer(TokenizerConfig(**voc["tokenizer"]), pieces=_saved_pieces(run))
         except (TypeError, ValueError) as e:
@@ -108,7 +109,7 @@ class RunSpec:
         return model
 
 
-def write_config(run_dir, cfg: dict) -> None:
+def write_config(run_dir, cfg: RunConfig) -> None:
     write_atomic(Path(run_dir) / "config.json", options.nested(cfg))
 
 

@@ -11,20 +11,20 @@ from ..data.errors import BadLines, DataError
 from ..data.readers import file_format
 from ..data.store import StoreOptions
 from ..registry import get_entry
-from .contract import READER_KEYS
+from .config import RunConfig
 from .spec import make_tokenizer
 
 DEMO = "trec-demo"
 
 
-def load_data(cfg: dict, stored: bool = False, log=print):
+def load_data(cfg: RunConfig, stored: bool = False, log=print):
     """The run's ``Splits``: its training file (with --dev / --test files) or a named dataset.
     ``stored``: a file of texts, pairs or contexts is read into token stores (see ``uses_store``).
     A tree model given texts or pairs reads them parsed (``--parser``)."""
     return parsed_for(cfg, _read_splits(cfg, stored, log))
 
 
-def parsed_for(cfg: dict, splits):
+def parsed_for(cfg: RunConfig, splits):
     """``splits`` as the run's model reads them: a tree model's texts or pairs parsed, any other
     splits as they are."""
     if not (reads_trees(cfg) and splits.kind in ("text", "pair")):
@@ -34,45 +34,45 @@ def parsed_for(cfg: dict, splits):
                                test=as_trees(cfg, splits.test), kind=tree_kind(splits.kind))
 
 
-def reads_trees(cfg: dict) -> bool:
-    return get_entry(cfg["model"]).inputs[0] in ("tree", "tree_pair")
+def reads_trees(cfg: RunConfig) -> bool:
+    return get_entry(cfg.model).inputs[0] in ("tree", "tree_pair")
 
 
-def as_trees(cfg: dict, examples):
+def as_trees(cfg: RunConfig, examples):
     """Text and pair examples parsed as the run parses (its tokenizer, max_length, --parser);
     other examples (trees already) as they are."""
     if not examples or examples[0].kind not in ("text", "pair"):
         return examples
     from ..parse import parsed_examples
-    return parsed_examples(examples, make_tokenizer(cfg), cfg.get("max_length", 0), cfg.get("parser", "bracketer"))
+    return parsed_examples(examples, make_tokenizer(cfg), cfg.max_length, cfg.parser)
 
 
-def _read_splits(cfg: dict, stored: bool, log):
-    data = cfg["data"] or DEMO
+def _read_splits(cfg: RunConfig, stored: bool, log):
+    data = cfg.data or DEMO
     if Path(data).exists() and not Path(data).is_dir():
-        kw = {k: cfg[k] for k in READER_KEYS}
+        kw = cfg.columns
         store = store_options(cfg, log) if stored and uses_store(cfg, data) else None
-        return load_files(data, cfg["dev"], cfg["test"], cfg["format"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"],
+        return load_files(data, cfg.dev, cfg.test, cfg.format, cfg.on_bad_line, cfg.cv, cfg.cv_seed,
                           store, **kw)
-    if cfg["dev"] or cfg["test"]:
+    if cfg.dev or cfg.test:
         if data not in DATASETS:
             raise DataError(data, None, "no such file" if not Path(data).is_dir() else "a directory, not a file")
         raise DataError(data, None, "--dev / --test go with a training file; a named dataset brings its own splits")
-    return load_named(data, cfg["data_dir"], cfg["on_bad_line"], cfg["cv"], cfg["cv_seed"])
+    return load_named(data, cfg.data_dir, cfg.on_bad_line, cfg.cv, cfg.cv_seed)
 
 
-def store_options(cfg: dict, log=None) -> StoreOptions:
+def store_options(cfg: RunConfig, log=None) -> StoreOptions:
     """How a run reads files into stores; what it says goes to stderr (stdout is the result's)."""
     log = log or (lambda message: print(message, file=sys.stderr))
-    return StoreOptions(make_tokenizer(cfg).config, cfg.get("workers", 0), cfg.get("progress", False), log)
+    return StoreOptions(make_tokenizer(cfg).config, cfg.workers, cfg.progress, log)
 
 
-def uses_store(cfg: dict, data: str) -> bool:
+def uses_store(cfg: RunConfig, data: str) -> bool:
     """A training file goes through the token store unless the run needs its texts themselves:
     parses, the texts a distillation teacher reads, the trees a tag-guided model tags."""
-    if cfg.get("store") == "off" or cfg.get("teacher") or reads_trees(cfg):
+    if cfg.store == "off" or cfg.teacher or reads_trees(cfg):
         return False
-    return not file_format(data, cfg.get("format", "auto"), cfg.get("encoding")).trees
+    return not file_format(data, cfg.format, cfg.encoding).trees
 
 
 def fold_splits(splits, fold: int) -> tuple:
@@ -83,7 +83,7 @@ def fold_splits(splits, fold: int) -> tuple:
     return train, dev, take(splits.train, te_idx)
 
 
-def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on_bad_line="error",
+def split_examples(cfg: RunConfig, split: str, data=None, data_dir=None, fmt=None, on_bad_line="error",
                    fold: int | None = None, stored: bool = False):
     """(examples, bad lines) of one split as a run saw it, for evaluate and explain.
 
@@ -96,17 +96,17 @@ def split_examples(cfg: dict, split: str, data=None, data_dir=None, fmt=None, on
     if data and data not in DATASETS:
         if not Path(data).is_file():
             raise DataError(data, None, "a directory, not a file" if Path(data).is_dir() else "no such file")
-        bad, columns = BadLines(on_bad_line), {k: cfg.get(k) for k in READER_KEYS}
-        run = dict(cfg, format=fmt or cfg.get("format", "auto"))
+        bad, columns = BadLines(on_bad_line), cfg.columns
+        run = cfg.replace(format=fmt or cfg.format)
         if stored and uses_store(run, data):
-            return store_options(run).split(data, run["format"], bad, **columns), bad
-        examples = read_file(data, run["format"], bad, **columns)
+            return store_options(run).split(data, run.format, bad, **columns), bad
+        examples = read_file(data, run.format, bad, **columns)
         return (as_trees(run, examples) if reads_trees(run) else examples), bad
     own = data is None
-    run = dict(cfg, data=data or cfg.get("data"), on_bad_line=on_bad_line, format=fmt or cfg.get("format", "auto"),
-               data_dir=data_dir or cfg.get("data_dir"))
+    run = cfg.replace(data=data or cfg.data, on_bad_line=on_bad_line, format=fmt or cfg.format,
+                      data_dir=data_dir or cfg.data_dir)
     if not own:
-        run.update(dev=None, test=None, cv=0)
+        run = run.replace(dev=None, test=None, cv=0)
     splits = load_data(run, stored)
     if own and splits.folds and fold:
         train, dev, test = fold_splits(splits, fold)

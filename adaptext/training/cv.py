@@ -33,9 +33,9 @@ def cross_validate(cfg, splits, out: Path, resume: bool, log=print, extra=()) ->
         if not m:
             return {}
         folds.append(m)
-    metrics = {**cv_summary(folds), "cv": {"folds": len(folds), "seed": cfg["cv_seed"],
+    metrics = {**cv_summary(folds), "cv": {"folds": len(folds), "seed": cfg.cv_seed,
                                            "test_accuracy": [f["test"]["accuracy"] for f in folds]},
-               "info": {"model": cfg["model"], "parameters": folds[0]["info"]["parameters"],
+               "info": {"model": cfg.model, "parameters": folds[0]["info"]["parameters"],
                         "train_seconds": sum(f["info"]["train_seconds"] for f in folds),
                         "train_examples_per_s": mean_or_none([f["info"]["train_examples_per_s"] for f in folds])}}
     write_atomic(out / "metrics.json", metrics)

@@ -25,6 +25,7 @@ from ..data.cache import cache_root, written_atomically
 from ..data.errors import DataError
 from ..data.examples import PairExample, TextExample
 from ..data.text import Tokenizer
+from ..runs.config import RunConfig
 
 P_MASK, P_POS, P_NGRAM, MAX_N = 0.1, 0.1, 0.25, 5     # Tang et al. (2019), Section 3.2
 CHUNK = 512                                           # texts per cached chunk of teacher logits
@@ -32,11 +33,11 @@ MASK = "<unk>"
 
 
 # ----------------------------------------------------------------------- transfer set
-def transfer_set(cfg: dict, train: list, unlabeled: list, log=print) -> list:
+def transfer_set(cfg: RunConfig, train: list, unlabeled: list, log=print) -> list:
     """The training examples, then the augmented copies and the unlabelled texts (label None)."""
     out = list(train)
-    if cfg["augment"]:
-        out += augmented(train, cfg["augment"], cfg["seed"], cfg["tagger"])
+    if cfg.augment:
+        out += augmented(train, cfg.augment, cfg.seed, cfg.tagger)
     out += unlabeled
     log(f"transfer set: {len(train)} training texts, {len(out) - len(train)} more")
     return out
@@ -167,13 +168,13 @@ def _save(path: Path, array: np.ndarray) -> None:
         np.save(tmp, array.astype(np.float32))
 
 
-def soft_items(cfg: dict, train: list, unlabeled: list, encoder, bad, log=print, device: str = "cpu") -> list:
+def soft_items(cfg: RunConfig, train: list, unlabeled: list, encoder, bad, log=print, device: str = "cpu") -> list:
     """The transfer set (``unlabeled``: the texts of the ``unlabeled`` file) encoded for the
     student, each item with the teacher's logits (``soft``)."""
     if train and train[0].kind not in ("text", "pair"):
-        raise DataError(cfg["teacher"], None, f"distillation reads text or pair examples, not {train[0].kind}")
+        raise DataError(cfg.teacher, None, f"distillation reads text or pair examples, not {train[0].kind}")
     transfer = transfer_set(cfg, train, unlabeled, log)
-    logits = teacher_logits(cfg["teacher"], transfer, encoder.labels.labels, log, device=device)
+    logits = teacher_logits(cfg.teacher, transfer, encoder.labels.labels, log, device=device)
     items = encoder.encode(transfer, bad)
     for it in items:
         it.soft = logits[it.index]

@@ -16,6 +16,7 @@ from ..data.batching import BatchLoader
 from ..runs.pipeline import collator
 from .callbacks import StepCheckpoint, StepLog, Trim
 from .prepare import Prepared, class_weights_of
+from ..runs.config import RunConfig
 
 
 @dataclass
@@ -29,7 +30,7 @@ class Fitted:
     device: torch.device
 
 
-def fit(cfg: dict, model, p: Prepared, out: Path, resume: bool, started: float, extra=()) -> Fitted | None:
+def fit(cfg: RunConfig, model, p: Prepared, out: Path, resume: bool, started: float, extra=()) -> Fitted | None:
     """Train with Lightning; the best dev epoch's weights are left in ``model``. None on the
     processes of a distributed run other than rank 0."""
     import lightning as L
@@ -37,18 +38,18 @@ def fit(cfg: dict, model, p: Prepared, out: Path, resume: bool, started: float, 
     from .checkpoint import SafetensorsCheckpointIO, load_tree
     from .module import ClassifierModule
     collate = collator(model, p.spec.labels)
-    train_loader = BatchLoader(p.train, cfg["batch_size"], collate, shuffle=True, bucket=cfg["bucket"], seed=cfg["seed"])
-    dev_loader = BatchLoader(p.dev, max(cfg["batch_size"], 100), collate)
+    train_loader = BatchLoader(p.train, cfg.batch_size, collate, shuffle=True, bucket=cfg.bucket, seed=cfg.seed)
+    dev_loader = BatchLoader(p.dev, max(cfg.batch_size, 100), collate)
     module = ClassifierModule(model, cfg, p.spec.labels, train_loader, dev_loader, class_weights_of(cfg, p),
                               log_path=out / "log.csv", started=started)
     ckpt_dir = out / "checkpoints"
     trainer = L.Trainer(
-        max_epochs=cfg["epochs"], accelerator=cfg["accelerator"], devices=cfg["devices"], strategy=cfg["strategy"],
-        num_nodes=cfg["num_nodes"], max_steps=cfg["max_steps"] or -1,
-        gradient_clip_val=cfg["grad_clip"] or None, gradient_clip_algorithm="norm",
-        deterministic=cfg["deterministic"], plugins=[SafetensorsCheckpointIO()],
+        max_epochs=cfg.epochs, accelerator=cfg.accelerator, devices=cfg.devices, strategy=cfg.strategy,
+        num_nodes=cfg.num_nodes, max_steps=cfg.max_steps or -1,
+        gradient_clip_val=cfg.grad_clip or None, gradient_clip_algorithm="norm",
+        deterministic=cfg.deterministic, plugins=[SafetensorsCheckpointIO()],
         callbacks=callbacks(cfg, out, len(train_loader)) + list(extra), logger=False, enable_model_summary=False,
-        num_sanity_val_steps=0, enable_progress_bar=cfg["progress"], default_root_dir=str(out),
+        num_sanity_val_steps=0, enable_progress_bar=cfg.progress, default_root_dir=str(out),
         use_distributed_sampler=False)
     last = ckpt_dir / "last.ckpt"
     with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):    # stdout is the result's
@@ -64,7 +65,7 @@ def fit(cfg: dict, model, p: Prepared, out: Path, resume: bool, started: float, 
     return Fitted(module.epoch_rows, trainer.current_epoch, seconds, module.monitor, trainer.strategy.root_device)
 
 
-def callbacks(cfg: dict, out: Path, batches_per_epoch: int) -> list:
+def callbacks(cfg: RunConfig, out: Path, batches_per_epoch: int) -> list:
     from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint, TQDMProgressBar
     ckpt_dir = out / "checkpoints"
     # judged after each dev pass only: a run cut by --max-steps mid-epoch ends without one
@@ -72,13 +73,13 @@ def callbacks(cfg: dict, out: Path, batches_per_epoch: int) -> list:
                              save_last=False, enable_version_counter=False, save_on_train_epoch_end=False),
              ModelCheckpoint(dirpath=ckpt_dir, filename="last", monitor=None, save_top_k=1,
                              enable_version_counter=False),
-             EarlyStopping("dev_score", mode="max", patience=cfg["patience"], check_on_train_epoch_end=False)]
-    if cfg["checkpoint_every"]:
-        found.append(StepCheckpoint(ckpt_dir / "last.ckpt", cfg["checkpoint_every"]))
+             EarlyStopping("dev_score", mode="max", patience=cfg.patience, check_on_train_epoch_end=False)]
+    if cfg.checkpoint_every:
+        found.append(StepCheckpoint(ckpt_dir / "last.ckpt", cfg.checkpoint_every))
     found.append(Trim())
-    if cfg["log_every"]:
-        found.append(StepLog(out / "steps.csv", cfg["log_every"]))
-    if cfg["progress"]:
+    if cfg.log_every:
+        found.append(StepLog(out / "steps.csv", cfg.log_every))
+    if cfg.progress:
         found.append(TQDMProgressBar(refresh_rate=max(1, batches_per_epoch // 20)))
     return found
 

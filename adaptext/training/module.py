@@ -15,6 +15,7 @@ from ..runs import metrics as M
 from ..runs.files import write_csv
 from ..runs.pipeline import logits_of, probabilities
 from .state import RngState, TrainStats
+from ..runs.config import RunConfig
 
 
 class Diverged(UsageError):
@@ -22,14 +23,14 @@ class Diverged(UsageError):
 
 
 class ClassifierModule(L.LightningModule):
-    def __init__(self, model: torch.nn.Module, cfg: dict, labels, train_loader, dev_loader,
+    def __init__(self, model: torch.nn.Module, cfg: RunConfig, labels, train_loader, dev_loader,
                  class_weights: torch.Tensor | None = None, log_path=None, started: float | None = None):
         super().__init__()
         self.model, self.cfg, self.labels = model, cfg, labels
         self.train_loader, self.dev_loader = train_loader, dev_loader
         self.multilabel = labels.multilabel
-        self.monitor = cfg["monitor"] or ("micro_f1" if self.multilabel else "accuracy")
-        self.smoothing = cfg["label_smoothing"]
+        self.monitor = cfg.monitor or ("micro_f1" if self.multilabel else "accuracy")
+        self.smoothing = cfg.label_smoothing
         self.register_buffer("class_weights", class_weights if class_weights is not None else torch.ones(0),
                              persistent=False)
         self._val: list = []
@@ -72,18 +73,18 @@ class ClassifierModule(L.LightningModule):
         """Tang et al. (2019): alpha x cross-entropy on the true labels (of the texts that have
         one) + (1 - alpha) x the distance to the teacher's logits (every text of the transfer set)."""
         c = self.cfg
-        if c["distill_loss"] == "kl":           # Hinton et al. (2015): T^2 keeps the gradients' scale
-            t = c["temperature"]
+        if c.distill_loss == "kl":           # Hinton et al. (2015): T^2 keeps the gradients' scale
+            t = c.temperature
             teach = F.kl_div(F.log_softmax(logits / t, -1), F.log_softmax(batch.soft / t, -1), log_target=True,
                              reduction="batchmean") * t * t
         else:
             teach = F.mse_loss(logits, batch.soft)
         labelled = batch.labels >= 0
         if not labelled.any():
-            return (1 - c["alpha"]) * teach
+            return (1 - c.alpha) * teach
         w = self.class_weights if self.class_weights.numel() else None
         hard = F.cross_entropy(logits[labelled], batch.labels[labelled], weight=w, label_smoothing=self.smoothing)
-        return c["alpha"] * hard + (1 - c["alpha"]) * teach
+        return c.alpha * hard + (1 - c.alpha) * teach
 
     def forward(self, batch):
         return self.model(batch)
@@ -94,7 +95,7 @@ class ClassifierModule(L.LightningModule):
         with torch.no_grad():
             if not torch.isfinite(loss):
                 raise Diverged(f"training diverged: the loss is {float(loss)} at epoch {self.current_epoch + 1}, "
-                               f"step {batch_idx + 1} (lr {self.cfg['lr']} with {self.cfg['optimizer']}); "
+                               f"step {batch_idx + 1} (lr {self.cfg.lr} with {self.cfg.optimizer}); "
                                "lower --lr or set --grad-clip")
             s = self._stats
             s.loss_sum += float(loss) * batch.size
@@ -170,7 +171,7 @@ class ClassifierModule(L.LightningModule):
     # ------------------------------------------------------------------ optimiser
     def configure_optimizers(self):
         c = self.cfg
-        return OPTIMIZERS[c["optimizer"]](self.model, lr=c["lr"], weight_decay=c["weight_decay"])
+        return OPTIMIZERS[c.optimizer](self.model, lr=c.lr, weight_decay=c.weight_decay)
 
     # ------------------------------------------------------------------ resume
     def on_save_checkpoint(self, checkpoint: dict) -> None:

@@ -15,6 +15,7 @@ from ..runs.pipeline import collator, gold, predict_probs
 from ..runs.spec import RunSpec
 from .engine import Fitted
 from .prepare import Prepared
+from ..runs.config import RunConfig
 
 
 def evaluate(model, p: Prepared) -> tuple[dict, LabelMap, list | None]:
@@ -49,11 +50,11 @@ def test_predictions(examples, items, probs: np.ndarray, labels) -> list[dict]:
     return rows
 
 
-def run_info(cfg: dict, model, p: Prepared, f: Fitted, bad_before: int, filtered: dict | None) -> dict:
+def run_info(cfg: RunConfig, model, p: Prepared, f: Fitted, bad_before: int, filtered: dict | None) -> dict:
     """The facts of a run beside its metrics (sizes, coverage, time, the best epoch)."""
     rows = f.rows
     return {
-        "model": cfg["model"], "kind": p.spec.kind, "parameters": count_parameters(model),
+        "model": cfg.model, "kind": p.spec.kind, "parameters": count_parameters(model),
         "parameters_with_embeddings": count_parameters(model, exclude_embeddings=False),
         "train_examples": len(p.train), "dev_examples": len(p.dev), "test_examples": len(p.test) if p.test else 0,
         "vocab_size": len(p.spec.vocab), "bad_lines_skipped": bad_before + p.bad.count, "truncated_texts": p.truncated,

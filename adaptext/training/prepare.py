@@ -18,6 +18,7 @@ from ..runs.pipeline import tag
 from ..runs.spec import RunSpec, make_tokenizer
 from ..runs.splits import DEMO
 from .distill import soft_items, unlabeled_texts
+from ..runs.config import RunConfig
 
 
 @dataclass
@@ -35,9 +36,9 @@ class Prepared:
     truncated: int
 
 
-def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print) -> Prepared:
-    entry = get_entry(cfg["model"])
-    where = cfg["data"] or DEMO
+def prepare(cfg: RunConfig, train, dev, test, kind: str, multilabel: bool, log=print) -> Prepared:
+    entry = get_entry(cfg.model)
+    where = cfg.data or DEMO
     if kind not in entry.inputs:
         raise DataError(where, None, f"model {entry.name} reads {'/'.join(entry.inputs)} examples, "
                                      f"but this dataset holds {kind} examples")
@@ -48,24 +49,24 @@ def prepare(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print)
         return prepare_stored(cfg, train, dev, test, kind, multilabel, log)
     train, dev, test = (tag(s, cfg) for s in (train, dev, test))
     tokenizer = make_tokenizer(cfg)
-    unlabeled = unlabeled_texts(cfg["unlabeled"]) if cfg["teacher"] and cfg["unlabeled"] else []
+    unlabeled = unlabeled_texts(cfg.unlabeled) if cfg.teacher and cfg.unlabeled else []
     # a student learns the words of its unlabelled transfer texts from the teacher's logits, so they
     # are counted with the training texts' words
-    vocab = tokenizer.vocabulary(token_lists(train + unlabeled, tokenizer), cfg["min_freq"], cfg["max_vocab"] or None)
+    vocab = tokenizer.vocabulary(token_lists(train + unlabeled, tokenizer), cfg.min_freq, cfg.max_vocab or None)
     found = LabelMap.from_examples(train)
     labels = checked_labels(cfg, LabelMap(found.labels, found.multilabel or multilabel))
     tag_vocab = tag_vocab_of(train) if entry.needs_tags else None
-    bad = BadLines(cfg["on_bad_line"])
+    bad = BadLines(cfg.on_bad_line)
     vectors, coverage = pretrained_vectors(cfg, vocab, lambda: token_lists(train, tokenizer), bad, log)
     spec = RunSpec(cfg, kind, tokenizer, vocab, tag_vocab, labels, coverage.dim if coverage else None)
-    encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg["max_length"])
+    encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg.max_length)
     encoded = [encoder.encode(s, bad) if s else None for s in (train, dev, test)]
-    if cfg["teacher"]:
+    if cfg.teacher:
         encoded[0] = soft_items(cfg, train, unlabeled, encoder, bad, log, device=prepare_device(cfg))
     return Prepared(spec, vectors, coverage, *encoded, test or [], bad, encoder.truncated)
 
 
-def prepare_stored(cfg: dict, train, dev, test, kind: str, multilabel: bool, log=print) -> Prepared:
+def prepare_stored(cfg: RunConfig, train, dev, test, kind: str, multilabel: bool, log=print) -> Prepared:
     """``prepare`` for splits of token stores: the vocabulary counted on the training rows, items
     made batch by batch from the stores."""
     tokenizer = make_tokenizer(cfg)
@@ -74,45 +75,45 @@ def prepare_stored(cfg: dict, train, dev, test, kind: str, multilabel: bool, log
     else:
         counts = train.store.token_counts(train.rows)
         vocab = Vocab.from_counts(((train.store.strings[i], int(counts[i])) for i in np.flatnonzero(counts)),
-                                  cfg["min_freq"], cfg["max_vocab"] or None)
+                                  cfg.min_freq, cfg.max_vocab or None)
     labels = checked_labels(cfg, LabelMap.of_names(train.label_names(), train.multilabel() or multilabel))
-    bad = BadLines(cfg["on_bad_line"])
+    bad = BadLines(cfg.on_bad_line)
     vectors, coverage = pretrained_vectors(cfg, vocab, lambda: stored_token_lists(train), bad, log)
     spec = RunSpec(cfg, kind, tokenizer, vocab, None, labels, coverage.dim if coverage else None)
-    encoded = [StoredItems(s, vocab, labels, cfg["max_length"], bad) if s else None for s in (train, dev, test)]
+    encoded = [StoredItems(s, vocab, labels, cfg.max_length, bad) if s else None for s in (train, dev, test)]
     truncated = sum(e.truncated for e in encoded if e is not None)
     return Prepared(spec, vectors, coverage, *encoded, test or [], bad, truncated)
 
 
-def checked_labels(cfg: dict, labels: LabelMap) -> LabelMap:
+def checked_labels(cfg: RunConfig, labels: LabelMap) -> LabelMap:
     if len(labels) < 2:
-        raise DataError(cfg["data"] or DEMO, None, f"the training data has {len(labels)} class(es); "
+        raise DataError(cfg.data or DEMO, None, f"the training data has {len(labels)} class(es); "
                                                    "at least 2 are needed")
     return labels
 
 
-def pretrained_vectors(cfg: dict, vocab: Vocab, texts, bad: BadLines, log=print) -> tuple:
+def pretrained_vectors(cfg: RunConfig, vocab: Vocab, texts, bad: BadLines, log=print) -> tuple:
     """(vectors, coverage) of the run's ``--embeddings`` for its vocabulary, or (None, None);
     ``texts()``: the training texts as token lists (transformer-derived vectors read them)."""
-    if is_transformer_spec(cfg["embeddings"]):
-        vectors, coverage = transformer_vectors(vocab, cfg["embeddings"], texts(), log, device=prepare_device(cfg))
-    elif cfg["embeddings"]:
-        vectors, coverage = embedding_matrix(vocab, cfg["embeddings"], cfg["oov_init"], cfg["oov_scale"], cfg["seed"],
+    if is_transformer_spec(cfg.embeddings):
+        vectors, coverage = transformer_vectors(vocab, cfg.embeddings, texts(), log, device=prepare_device(cfg))
+    elif cfg.embeddings:
+        vectors, coverage = embedding_matrix(vocab, cfg.embeddings, cfg.oov_init, cfg.oov_scale, cfg.seed,
                                              bad=bad)
-    elif cfg["embedding_mode"] != "rand":
-        raise DataError(cfg["data"] or DEMO, None, f"embedding mode {cfg['embedding_mode']} needs --embeddings PATH")
+    elif cfg.embedding_mode != "rand":
+        raise DataError(cfg.data or DEMO, None, f"embedding mode {cfg.embedding_mode} needs --embeddings PATH")
     else:
         return None, None
-    if cfg["pca_dim"]:
-        vectors, coverage = principal_components(vectors, coverage, cfg["pca_dim"])
+    if cfg.pca_dim:
+        vectors, coverage = principal_components(vectors, coverage, cfg.pca_dim)
     log(f"embeddings: {coverage}")
     return vectors, coverage
 
 
-def prepare_device(cfg: dict) -> str:
+def prepare_device(cfg: RunConfig) -> str:
     """Where the encoders that prepare a run's data (derived vectors, a teacher's logits) run: the
     GPU the run will train on, else the CPU."""
-    if cfg["accelerator"] in ("gpu", "cuda", "auto") and torch.cuda.is_available():
+    if cfg.accelerator in ("gpu", "cuda", "auto") and torch.cuda.is_available():
         return "cuda"
     return "cpu"
 
@@ -147,10 +148,10 @@ def tag_vocab_of(examples):
     return Vocab(sorted(tags)) if tags else None
 
 
-def class_weights_of(cfg: dict, p: Prepared) -> torch.Tensor | None:
+def class_weights_of(cfg: RunConfig, p: Prepared) -> torch.Tensor | None:
     """balanced: each class weighs n / (classes * its count), so rare classes count as much as common ones."""
     labels = p.spec.labels
-    if cfg["class_weights"] != "balanced" or labels.multilabel:
+    if cfg.class_weights != "balanced" or labels.multilabel:
         return None
     counts = np.bincount(item_labels(p.train), minlength=len(labels)).astype(float)
     return torch.tensor(len(p.train) / (len(labels) * np.maximum(counts, 1)), dtype=torch.float32)

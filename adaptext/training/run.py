@@ -13,6 +13,7 @@ from ..data.errors import BadLines, DataError, UsageError
 from ..data.examples import as_examples
 from ..runs.files import read_json, writer_lock
 from ..registry import get_entry
+from ..runs.config import RunConfig
 from ..runs.contract import DEFAULT_MODEL, PATH_KEYS, RESUME_MAY_CHANGE
 from ..runs.options import check_new_run, resolve
 from ..runs.spec import write_config
@@ -26,8 +27,8 @@ IN_MEMORY = "in-memory"     # the data a run given examples (not files) names in
 
 
 def default_out(cfg) -> Path:
-    name = Path(cfg["data"]).stem if cfg["data"] else DEMO
-    return Path("runs") / f"{cfg['model']}-{name}-seed{cfg['seed']}"
+    name = Path(cfg.data).stem if cfg.data else DEMO
+    return Path("runs") / f"{cfg.model}-{name}-seed{cfg.seed}"
 
 
 def train_run(options: dict, file_options: dict | None = None, log=print, config_file=None, callbacks=()) -> dict:
@@ -80,7 +81,7 @@ def fit_examples(train, dev=None, test=None, log=print, **options) -> tuple[Path
         return out, _train(cfg, splits, out, False, log, ())
 
 
-def run_config(options: dict, file_options: dict | None, config_file) -> tuple[dict, Path]:
+def run_config(options: dict, file_options: dict | None, config_file) -> tuple[RunConfig, Path]:
     """The checked config of a new or resumed run and its directory, before any data is read."""
     if options.get("resume"):
         if file_options:
@@ -88,9 +89,8 @@ def run_config(options: dict, file_options: dict | None, config_file) -> tuple[d
         cfg, out = resumed_config(Path(options["resume"]), options)
     else:
         cfg, out = new_config(options, file_options, config_file)
-    cfg["out"] = str(out)
     check_writable(out)
-    return cfg, out
+    return cfg.replace(out=str(out)), out
 
 
 def _one_writer(out: Path):
@@ -100,7 +100,7 @@ def _one_writer(out: Path):
     return writer_lock(out) if is_rank_zero() else contextlib.nullcontext()
 
 
-def _train(cfg: dict, splits: Splits, out: Path, resume: bool, log, callbacks) -> dict:
+def _train(cfg: RunConfig, splits: Splits, out: Path, resume: bool, log, callbacks) -> dict:
     if is_rank_zero():
         write_config(out, cfg)
     if splits.folds:
@@ -112,24 +112,24 @@ def _train(cfg: dict, splits: Splits, out: Path, resume: bool, log, callbacks) -
     return metrics
 
 
-def new_config(options: dict, file_options: dict | None, config_file) -> tuple[dict, Path]:
+def new_config(options: dict, file_options: dict | None, config_file) -> tuple[RunConfig, Path]:
     cfg = resolve(options, file_options, config_file)
     check_new_run(cfg)
-    for k in PATH_KEYS:                                  # --config RUN/config.json works from anywhere
-        if k != "out" and cfg[k] and Path(cfg[k]).exists():
-            cfg[k] = str(Path(cfg[k]).resolve())
-    out = Path(cfg["out"]) if cfg["out"] else default_out(cfg)
+    paths = {k: getattr(cfg, k) for k in PATH_KEYS if k != "out"}
+    cfg = cfg.replace(**{k: str(Path(v).resolve()) for k, v in paths.items()     # --config RUN/config.json
+                         if v and Path(v).exists()})                             # works from anywhere
+    out = Path(cfg.out) if cfg.out else default_out(cfg)
     if (out / "metrics.json").exists() or (out / "checkpoints").exists() or any(out.glob("fold-*")):
         raise DataError(out, None, "the run directory already holds a run (use --resume to continue it, "
                                    "or another --out)")
     return cfg, out
 
 
-def resumed_config(out: Path, options: dict) -> tuple[dict, Path]:
+def resumed_config(out: Path, options: dict) -> tuple[RunConfig, Path]:
     """The run's own config, with only the options ``--resume`` may change taken from ``options``."""
     if not (out / "config.json").exists():
         raise DataError(out, None, "not a run directory (no config.json) to resume")
-    saved = resolve({}, read_json(out / "config.json"), out / "config.json")
+    saved = resolve({}, read_json(out / "config.json"), out / "config.json").flat()
     changed = {k: v for k, v in options.items() if k not in RESUME_MAY_CHANGE + ("resume",)
                and _comparable(k, v) != _comparable(k, saved.get(k))}
     if changed:
@@ -145,8 +145,7 @@ def resumed_config(out: Path, options: dict) -> tuple[dict, Path]:
                                    "--keep-checkpoints to keep it); to train on, start a new run: --config "
                                    f"{out / 'config.json'} --epochs N --out NEW_DIR")
     cfg = resolve({k: v for k, v in options.items() if k in RESUME_MAY_CHANGE}, saved, out / "config.json")
-    cfg["resume"] = None
-    return cfg, out
+    return cfg.replace(resume=None), out
 
 
 def check_writable(out: Path) -> None:

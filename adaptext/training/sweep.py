@@ -445,7 +445,7 @@ def shared_options(dims: list, options, out: Path) -> dict:
                 raise UsageError(f"{d.name}={value}: {e}") from None
     cfg = resolve(options(first, run))
     free = set(RESUME_MAY_CHANGE) - {"epochs", "max_steps"} | {"out", "resume", "store", "deterministic"}
-    shared = {k: v for k, v in cfg.items() if k not in free and k not in {d.name for d in dims}}
+    shared = {k: v for k, v in cfg.flat().items() if k not in free and k not in {d.name for d in dims}}
     for k in PATH_KEYS:
         if shared.get(k) and Path(shared[k]).exists():       # the same file, from wherever the sweep is run
             shared[k] = str(Path(shared[k]).resolve())
