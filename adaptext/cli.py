@@ -125,6 +125,38 @@ def cmd_sweep(argv) -> int:
     return 1 if found.get("failed") else 0         # trials that failed are said on stderr, with their errors
 
 
+def auto_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adaptext auto", description="Train fast baselines, the transformer teacher and "
+                                "students distilled from it within --time; the winner is the best on dev among those "
+                                "predicting at least --min-speed texts/s here. Writes each run, auto.json, best, "
+                                "report.md / .html and frontier.png into --out; run it again to resume.")
+    p.add_argument("--data", required=True, help="named dataset or training file")
+    from .runs.contract import READER_KEYS
+    for key in ("dev", "test", "data_dir", *READER_KEYS):
+        flag = "--" + key.replace("_", "-")
+        p.add_argument(flag, dest=key, help=f"as adaptext train {flag}")
+    p.add_argument("--min-speed", type=float, help="the fewest sentences/s the winner must predict (batch 64)")
+    p.add_argument("--time", type=duration, default=3600.0, help="the budget, all steps and resumes (90s, 20m, 2h; 1h)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan with each step's estimated minutes")
+    p.add_argument("--export", choices=("onnx",), help="export the winner to OUT/export")
+    p.add_argument("--threads", type=positive_int, help="torch threads of training and of the speed measurement")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", required=True, help="auto's folder: a run directory per candidate and the report")
+    return p
+
+
+def cmd_auto(argv) -> int:
+    """train baselines, a teacher and distilled students within --time; report the best above --min-speed"""
+    opts = {k: v for k, v in vars(auto_parser().parse_args(argv)).items() if v is not None}
+    from .auto import run_auto
+    result = run_auto(opts, log=lambda m: print(m, file=sys.stderr, flush=True))
+    if result.get("dry_run"):
+        print(result["text"])
+        return 0
+    print_json(result)
+    return 0 if result["winner"] else 1            # no candidate finished: said in the report and on stderr
+
+
 def _flag(name: str, value) -> list[str]:
     flag = "--" + name.replace("_", "-")
     if str(value).lower() in ("true", "false"):
@@ -168,7 +200,7 @@ def cmd_evaluate(argv) -> int:
     use_threads()
     clf = load(a.run_dir)
     if a.encoding:
-        clf.config["encoding"] = a.encoding
+        clf.config = clf.config.replace(encoding=a.encoding)     # the run's files read in another encoding
     columns = {f"{c}_col": getattr(a, f"{c}_col") for c in ("text", "pair", "contexts", "label")}
     print_json(evaluate_run(clf, a.run_dir, a.split, data=a.data, data_dir=a.data_dir, fmt=a.format,
                             on_bad_line=a.on_bad_line, columns=columns))
@@ -386,7 +418,7 @@ def cmd_cache(argv) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "distill": cmd_distill, "sweep": cmd_sweep, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
+COMMANDS = {"train": cmd_train, "distill": cmd_distill, "sweep": cmd_sweep, "auto": cmd_auto, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
             "datasets": cmd_datasets, "explain": cmd_explain, "serve": cmd_serve, "export": cmd_export,
             "cache": cmd_cache}
 USAGE = ("usage: adaptext {" + ",".join(COMMANDS) + "} ...\n\n"

@@ -1,0 +1,184 @@
+"""The report of an auto run: OUT/report.md, OUT/report.html (one self-contained page, the plot
+inside it) and OUT/frontier.png (dev score against throughput, the floor, the winner), all from
+OUT/auto.json and the winner's own metrics.json, so that every number in them is a run's."""
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+
+from ..runs.files import read_json, write_atomic
+from .plan import human
+
+NAMES = {"accuracy": "accuracy", "micro_f1": "micro-F1"}
+
+
+def write_report(out: Path, state: dict) -> dict:
+    """Write the plot, the Markdown and the HTML report; their paths."""
+    plot = out / "frontier.png"
+    frontier_plot(state, plot)
+    metrics = _winner_metrics(out, state)
+    write_atomic(out / "report.md", markdown(state, metrics))
+    write_atomic(out / "report.html", page(state, metrics, plot))
+    return {"report": str(out / "report.md"), "html": str(out / "report.html"), "plot": str(plot)}
+
+
+def _winner_metrics(out: Path, state: dict) -> dict | None:
+    return read_json(out / state["winner"] / "metrics.json") if state.get("winner") else None
+
+
+# ------------------------------------------------------------------ tables
+def candidate_table(state: dict) -> tuple[list, list]:
+    """(header, rows) of the candidates' table, numbers as the report prints them."""
+    name = NAMES.get(state["metric"], state["metric"])
+    header = ["candidate", "model", f"dev {name}", f"test {name}", "sentences/s", "size (MB)", "training (s)",
+              "status"]
+    rows = []
+    for r in state["candidates"]:
+        done = r["status"] == "done"
+        status = r["status"] + (f": {r['reason']}" if r.get("reason") else "")
+        status += "".join(f"; {n}" for n in r.get("notes") or ())
+        mark = " (winner)" if r["name"] == state.get("winner") else ""
+        rows.append([r["name"] + mark, r["model"], _num(r.get("dev"), ".2f", done), _num(r.get("test"), ".2f", done),
+                     _num(r.get("speed"), ",.0f", done), _num(r.get("size_mb"), ".2f", done),
+                     _num(r.get("train_s"), ".1f", done), status])
+    return header, rows
+
+
+def _num(value, spec: str, done: bool) -> str:
+    return format(value, spec) if done and value is not None else ""
+
+
+def per_class_table(metrics: dict) -> tuple[str, list, list]:
+    """(split, header, rows) of the winner's per-class scores: test, else dev."""
+    split = "test" if "test" in metrics else "dev"
+    rows = [[label, f"{s['precision']:.2f}", f"{s['recall']:.2f}", f"{s['f1']:.2f}", str(s["support"])]
+            for label, s in metrics[split].get("per_class", {}).items()]
+    return split, ["class", "precision", "recall", "F1", "support"], rows
+
+
+def confusion_table(metrics: dict) -> tuple[str, list, list] | None:
+    """(split, header, rows) of the winner's confusion matrix (rows gold, columns predicted);
+    None for multi-label runs, which have none."""
+    split = "test" if "test" in metrics else "dev"
+    cm = metrics[split].get("confusion_matrix")
+    if not cm:
+        return None
+    rows = [[gold, *map(str, row)] for gold, row in zip(cm["labels"], cm["matrix"])]
+    return split, ["gold \\ predicted", *cm["labels"]], rows
+
+
+def summary_lines(state: dict) -> list[str]:
+    """The sentences above the table: the data, the budget, the floor and the winner."""
+    d, name = state["data"], NAMES.get(state["metric"], state["metric"])
+    floor = state.get("min_speed")
+    lines = [f"Data: {d['train']:,} training, {d['dev']:,} dev and {d['test']:,} test examples ({d['kind']}"
+             f"{', multi-label' if d['multilabel'] else ''}), {d['mean_length']:.1f} words a text on average.",
+             f"Budget {human(state['budget_s'])}, {human(state['elapsed_s'])} spent. Scores: {name}; the winner is "
+             f"the best on dev among the candidates at or above the floor "
+             f"({f'{floor:,g} sentences/s' if floor else 'none given'}); test is read from each run, never chosen on."]
+    win = next((r for r in state["candidates"] if r["name"] == state.get("winner")), None)
+    if win:
+        met = "" if state.get("floor_met") else " (no candidate reaches the floor: the fastest is the winner)"
+        lines.append(f"Winner: {win['name']}, dev {win['dev']:.2f}, test {_num(win.get('test'), '.2f', True)}, "
+                     f"{win['speed']:,.0f} sentences/s{met}. Its run: `{win['name']}/` (named in `best`).")
+    else:
+        lines.append("Winner: none (no candidate finished).")
+    lines.append(f"Throughput: `adaptext.load(run).predict` over up to 1,000 dev texts, batch 64, best of 3 passes "
+                 f"after a warm-up, on this machine with {state.get('threads', 1)} torch thread(s).")
+    return lines
+
+
+# ------------------------------------------------------------------ Markdown and HTML
+def md_table(header: list, rows: list) -> str:
+    cells = [header, ["---"] * len(header), *rows]
+    return "\n".join("| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in cells) + "\n"
+
+
+def markdown(state: dict, metrics: dict | None) -> str:
+    parts = ["# adaptext auto\n", "\n\n".join(summary_lines(state)) + "\n", "![accuracy against speed](frontier.png)\n",
+             "## Candidates\n", md_table(*candidate_table(state))]
+    if metrics:
+        split, header, rows = per_class_table(metrics)
+        parts += [f"## The winner, {state['winner']}: per class ({split})\n", md_table(header, rows)]
+        confusion = confusion_table(metrics)
+        if confusion:
+            parts += [f"## Its confusion matrix ({confusion[0]}; rows gold, columns predicted)\n",
+                      md_table(*confusion[1:])]
+    parts += ["## Commands that reproduce each run\n",
+              "\n".join(f"- {r['name']}: `{r['command']}`" for r in state["candidates"] if r.get("command")) + "\n"]
+    return "\n".join(parts)
+
+
+def html_table(header: list, rows: list) -> str:
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def page(state: dict, metrics: dict | None, plot: Path) -> str:
+    """The report as one HTML page, the plot embedded (base64 PNG): it can be mailed alone."""
+    image = base64.b64encode(plot.read_bytes()).decode("ascii")
+    parts = [f"<p>{html.escape(line).replace('`', '')}</p>" for line in summary_lines(state)]
+    parts += [f'<img alt="accuracy against speed" src="data:image/png;base64,{image}">',
+              "<h2>Candidates</h2>", html_table(*candidate_table(state))]
+    if metrics:
+        split, header, rows = per_class_table(metrics)
+        parts += [f"<h2>The winner, {html.escape(state['winner'])}: per class ({split})</h2>", html_table(header, rows)]
+        confusion = confusion_table(metrics)
+        if confusion:
+            parts += [f"<h2>Its confusion matrix ({confusion[0]}; rows gold, columns predicted)</h2>",
+                      html_table(*confusion[1:])]
+    parts.append("<h2>Commands that reproduce each run</h2><ul>" + "".join(
+        f"<li>{html.escape(r['name'])}: <code>{html.escape(r['command'])}</code></li>"
+        for r in state["candidates"] if r.get("command")) + "</ul>")
+    style = ("body{font-family:sans-serif;max-width:70em;margin:2em auto}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}img{max-width:100%}")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>adaptext auto</title><style>{style}"
+            f"</style></head><body><h1>adaptext auto</h1>{''.join(parts)}</body></html>\n")
+
+
+# ------------------------------------------------------------------ the plot and the plan
+def frontier_plot(state: dict, path: Path) -> None:
+    """Dev score against sentences/s (log scale) of the finished candidates, the floor as a
+    vertical line, the winner circled."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    done = [r for r in state["candidates"] if r["status"] == "done" and r.get("speed")]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for k, r in enumerate(sorted(done, key=lambda r: r["dev"])):
+        winner = r["name"] == state.get("winner")
+        ax.scatter([r["speed"]], [r["dev"]], s=140 if winner else 40, marker="*" if winner else "o",
+                   color="tab:red" if winner else "tab:blue", zorder=3)
+        # labels of neighbouring scores alternate above and below their points, so that they overlap less
+        ax.annotate(r["name"] + (" (winner)" if winner else ""), (r["speed"], r["dev"]), textcoords="offset points",
+                    xytext=(5, 4 if k % 2 else -11), fontsize=8)
+    ax.margins(x=0.2, y=0.12)
+    if state.get("min_speed"):
+        ax.axvline(state["min_speed"], color="tab:gray", linestyle="--", label=f"floor: {state['min_speed']:,g}/s")
+        ax.legend(loc="lower left", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("sentences/s (batch 64, this machine)")
+    ax.set_ylabel(f"dev {NAMES.get(state['metric'], state['metric'])}")
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plan_text(state: dict, budget_s: float) -> str:
+    """The plan as --dry-run prints it: each candidate's epochs and estimated minutes."""
+    lines = [f"{'candidate':<20} {'model':<12} {'epochs':>8} {'minutes':>8}  status"]
+    total = 0.0
+    for r in state["candidates"]:
+        opts = r["plan"]["options"]
+        work = f"{opts['max_steps']} st" if opts.get("max_steps") else str(opts.get("epochs", ""))
+        planned = r["status"] != "skipped"
+        total += r["estimate_s"] if planned and r["status"] != "done" else 0.0
+        status = r["status"] + (f": {r['reason']}" if r.get("reason") else "")
+        minutes = f"{r['estimate_s'] / 60:.1f}" if planned else "-"
+        lines.append(f"{r['name']:<20} {r['model']:<12} {work:>8} {minutes:>8}  {status}")
+    lines.append(f"about {total / 60:.1f} min to train of the {budget_s / 60:.1f} min budget "
+                 f"({state.get('elapsed_s', 0) / 60:.1f} spent before)")
+    return "\n".join(lines)

@@ -1,0 +1,253 @@
+"""adaptext auto: the plan under small and large budgets, the selection rule, resume (a finished
+candidate read back, a cut one resumed), the report's numbers against the runs' metrics files,
+the one-line error of a budget too short, and multi-label data (micro-F1, no distillation).
+Runs train on small slices of the bundled TREC questions, at one thread."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+import time
+
+import pytest
+import torch
+from conftest import bundled_examples
+
+from adaptext.auto import plan as P
+from adaptext.auto.report import candidate_table
+from adaptext.auto.runner import deadline, run_auto, select
+from adaptext.cli import main
+
+torch.set_num_threads(1)         # the machine's cores are shared: one thread, as the suite's other runs
+TREC = P.DataSummary(train=4906, dev=546, test=500, mean_length=10.2, classes=6)   # the bundled demo
+
+
+def planned(found):
+    return [c.name for c in found if not c.skip]
+
+
+def write_csv(path, rows, labels=None):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        for k, q in enumerate(rows):
+            w.writerow([q.text, labels[k] if labels else q.label])
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def questions(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("auto-data")
+    qs = bundled_examples("text", 420)
+    return write_csv(folder / "train.csv", qs[:320]), write_csv(folder / "test.csv", qs[320:])
+
+
+# ------------------------------------------------------------------ the plan
+def test_a_small_budget_plans_the_baselines_and_skips_the_teacher_saying_why():
+    found = P.make_plan(TREC, 180, encoder=True)
+    assert planned(found) == ["bov", "kim_cnn", "kim_cnn-vectors"]
+    teacher = next(c for c in found if c.name == "transformer")
+    assert teacher.skip.startswith("needs ") and "; the budget leaves " in teacher.skip
+    students = [c for c in found if c.role == "student"]
+    assert [c.teacher for c in students] == ["transformer"] * 2
+    assert all(c.skip == "its teacher, transformer, is not trained" for c in students)
+    assert sum(c.estimate_s for c in found if not c.skip) <= 180 - P.START_S - P.FINISH_S
+
+
+def test_a_large_budget_plans_the_teacher_and_its_students_with_their_epochs():
+    found = P.make_plan(TREC, 4 * 3600, encoder=True, threads=2)
+    assert planned(found) == ["bov", "kim_cnn", "kim_cnn-vectors", "transformer", "bilstm-distilled",
+                              "kim_cnn-distilled"]
+    by = {c.name: c for c in found}
+    assert by["transformer"].options == {**P.TEACHER}
+    assert by["bilstm-distilled"].options == {**P.BILSTM, "alpha": 0.0, "augment": 10, "epochs": 5}
+    assert by["kim_cnn-vectors"].options["embeddings"] == "transformer"
+    assert by["transformer"].estimate_s > by["kim_cnn"].estimate_s > by["bov"].estimate_s > 0
+    assert not any(c.notes for c in found)                           # nothing capped
+
+
+def test_a_tight_budget_caps_epochs_and_no_encoder_skips_what_needs_it():
+    budget = 16 * 60
+    found = P.make_plan(TREC, budget, encoder=True)
+    assert "transformer" in planned(found)
+    assert any("planned, to fit the budget" in n for c in found for n in c.notes)
+    assert sum(c.estimate_s for c in found if not c.skip) <= budget
+    without = P.make_plan(TREC, 4 * 3600, encoder=False)
+    assert planned(without) == ["bov", "kim_cnn"]
+    assert next(c for c in without if c.name == "transformer").skip.startswith("needs the pretrained encoder")
+
+
+def test_pairs_plan_only_pair_models_and_multilabel_data_no_distillation():
+    pairs = P.make_plan(P.DataSummary(4000, 400, 400, 18.0, kind="pair"), 4 * 3600, kinds=("pair",), encoder=True)
+    assert planned(pairs) == ["attconv", "transformer", "attconv-distilled"]
+    assert next(c for c in pairs if c.name == "bov").skip == "bov reads text examples, not pair"
+    multi = P.make_plan(TREC, 4 * 3600, multilabel=True, encoder=True)
+    assert planned(multi) == ["bov", "kim_cnn", "kim_cnn-vectors", "transformer"]
+    assert all("multi-label" in c.skip for c in multi if c.role == "student")
+
+
+def test_a_budget_too_short_for_anything_is_one_line(questions, tmp_path, capsys):
+    train, test = questions
+    assert main(["auto", "--data", train, "--test", test, "--time", "5s", "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: --time 5 s is too short for even the first candidate (bov")
+    assert "give --time" in err and not (tmp_path / "a" / "auto.json").exists()
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(questions, tmp_path, capsys):
+    train, test = questions
+    argv = ["auto", "--data", train, "--test", test, "--time", "20m", "--dry-run", "--out", str(tmp_path / "d")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("candidate") and re.search(r"^bov +bov +10 +\d+\.\d +pending", out, re.M)
+    assert "min budget" in out and not (tmp_path / "d").exists()
+
+
+# ------------------------------------------------------------------ selection
+def test_the_winner_is_the_best_on_dev_at_or_above_the_floor():
+    rows = [{"name": "slow", "status": "done", "dev": 95.0, "speed": 300.0},
+            {"name": "mid", "status": "done", "dev": 90.0, "speed": 5000.0},
+            {"name": "quick", "status": "done", "dev": 85.0, "speed": 20000.0},
+            {"name": "tied", "status": "done", "dev": 90.0, "speed": 8000.0},
+            {"name": "off", "status": "skipped", "dev": None, "speed": None}]
+    assert select(rows, None) == (rows[0], True)                     # no floor: the best on dev
+    assert select(rows, 5000) == (rows[3], True)                     # a tie on dev goes to the faster
+    assert select(rows, 10000) == (rows[2], True)
+    assert select(rows, 50000) == (rows[2], False)                   # none that fast: the fastest, floor not met
+    assert select(rows[4:], None) == (None, False)
+
+
+def test_the_deadline_stops_a_run_between_batches(tmp_path):
+    from adaptext.training.run import train_run
+    guard = deadline(time.perf_counter(), lambda: None)
+    m = train_run({"model": "bov", "data": "trec-demo", "epochs": 5, "threads": 1, "progress": False,
+                   "out": str(tmp_path / "r")}, log=lambda m: None, callbacks=[guard])
+    assert guard.stopped and m["info"]["epochs_run"] <= 1 and "accuracy" in m["test"]
+
+
+# ------------------------------------------------------------------ a real auto run, cut and resumed
+class Cut(BaseException):
+    """A kill, as the run sees it: no handler of auto's catches it."""
+
+
+@pytest.fixture(scope="module")
+def resumed(questions, tmp_path_factory, monkeypatch_module):
+    """An auto run of bov and kim_cnn cut in kim_cnn's second epoch, then run again."""
+    import adaptext.training.run as R
+    from lightning.pytorch.callbacks import Callback
+    train, test = questions
+    out = tmp_path_factory.mktemp("auto") / "out"
+    options = {"data": train, "test": test, "time": 120.0, "threads": 1, "out": str(out), "only": ["bov", "kim_cnn"]}
+    real = R.train_run
+
+    class CutInEpoch2(Callback):
+        def on_train_epoch_start(self, trainer, module):
+            if trainer.current_epoch == 1:
+                raise Cut()
+
+    def cutting(opts, *args, callbacks=(), **kw):
+        extra = [CutInEpoch2()] if opts.get("model") == "kim_cnn" else []
+        return real(opts, *args, callbacks=[*callbacks, *extra], **kw)
+
+    monkeypatch_module.setattr(R, "train_run", cutting)
+    first = []
+    with pytest.raises(Cut):
+        run_auto(options, log=first.append)
+    monkeypatch_module.setattr(R, "train_run", real)
+    cut = json.loads((out / "auto.json").read_text())
+    bov_mtime = (out / "bov" / "metrics.json").stat().st_mtime_ns
+    cut["checkpoint"] = (out / "kim_cnn" / "checkpoints" / "last.ckpt").exists()
+    cut["kim_cnn_metrics"] = (out / "kim_cnn" / "metrics.json").exists()
+    second = []
+    result = run_auto(options, log=second.append)
+    return out, cut, bov_mtime, first, second, result
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def test_a_cut_run_keeps_its_finished_candidate_and_resumes_the_cut_one(resumed):
+    out, cut, bov_mtime, first, second, result = resumed
+    status = {r["name"]: r["status"] for r in cut["candidates"]}
+    assert status["bov"] == "done" and status["kim_cnn"] == "running"
+    assert cut["checkpoint"] and not cut["kim_cnn_metrics"]      # cut short: config.json, a checkpoint
+    assert (out / "bov" / "metrics.json").stat().st_mtime_ns == bov_mtime           # not trained again
+    assert any("bov: read back" in line for line in second)
+    assert not any("bov: training" in line for line in second)
+    assert any("kim_cnn: resuming" in line for line in second)
+    rows = list(csv.DictReader(open(out / "kim_cnn" / "log.csv")))
+    assert [int(r["epoch"]) for r in rows] == list(range(1, len(rows) + 1)) and len(rows) > 1
+    final = json.loads((out / "auto.json").read_text())
+    assert {r["name"]: r["status"] for r in final["candidates"]} == {
+        "bov": "done", "kim_cnn": "done", "kim_cnn-vectors": "skipped", "transformer": "skipped",
+        "bilstm-distilled": "skipped", "kim_cnn-distilled": "skipped"}
+    assert final["elapsed_s"] > cut["elapsed_s"] and final["elapsed_s"] <= 1.1 * final["budget_s"]
+    assert all(re.match(r"\[\d+:\d\d elapsed, \d+:\d\d left\] ", line) for line in first + second)
+
+
+def test_the_report_holds_the_runs_own_numbers(resumed):
+    out, *_, result = resumed
+    state = json.loads((out / "auto.json").read_text())
+    md = (out / "report.md").read_text()
+    done = [r for r in state["candidates"] if r["status"] == "done"]
+    for r in done:
+        m = json.loads((out / r["name"] / "metrics.json").read_text())
+        assert r["dev"] == m["dev"]["accuracy"] and r["test"] == m["test"]["accuracy"]
+        assert r["train_s"] == m["info"]["train_seconds"]
+        name = r["name"] + (" (winner)" if r["name"] == state["winner"] else "")
+        line = next(l for l in md.splitlines() if l.startswith(f"| {name} |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[2:5] == [f"{m['dev']['accuracy']:.2f}", f"{m['test']['accuracy']:.2f}", f"{r['speed']:,.0f}"]
+        assert f"`{r['command']}`" in md and r["command"].startswith("adaptext train --model")
+    assert state["winner"] == max(done, key=lambda r: r["dev"])["name"] == result["winner"]
+    assert (out / "best").read_text().strip() == result["winner"]
+    assert result["dev"] == next(r["dev"] for r in done if r["name"] == result["winner"])
+    winner = json.loads((out / result["winner"] / "metrics.json").read_text())
+    for label, s in winner["test"]["per_class"].items():
+        assert f"| {label} | {s['precision']:.2f} | {s['recall']:.2f} | {s['f1']:.2f} | {s['support']} |" in md
+    assert "| gold \\ predicted |" in md and "skipped: left out" in md
+    page = (out / "report.html").read_text()
+    assert 'src="data:image/png;base64,' in page and "<table>" in page
+    assert (out / "frontier.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_multilabel_data_report_micro_f1(tmp_path):
+    qs = bundled_examples("text", 300)
+    labels = [f"{q.label}|{'long' if len(q.text.split()) > 9 else 'short'}" for q in qs]
+    train = write_csv(tmp_path / "train.csv", qs[:240], labels[:240])
+    test = write_csv(tmp_path / "test.csv", qs[240:], labels[240:])
+    out = tmp_path / "out"
+    result = run_auto({"data": train, "test": test, "label_sep": "|", "time": 90.0, "threads": 1, "out": str(out),
+                       "only": ["bov"]}, log=lambda m: None)
+    state = json.loads((out / "auto.json").read_text())
+    assert state["metric"] == result["metric"] == "micro_f1" and state["data"]["multilabel"]
+    assert all("multi-label" in r["reason"] for r in state["candidates"] if r["role"] == "student")
+    m = json.loads((out / "bov" / "metrics.json").read_text())
+    assert result["winner"] == "bov" and result["dev"] == m["dev"]["micro_f1"]
+    header, rows = candidate_table(state)
+    assert header[2:4] == ["dev micro-F1", "test micro-F1"] and rows[0][2] == f"{m['dev']['micro_f1']:.2f}"
+    assert "confusion matrix" not in (out / "report.md").read_text()
+
+
+
+def test_a_finished_run_selects_again_under_a_floor_without_training(resumed, tmp_path):
+    out = tmp_path / "copy"                  # a copy: the other tests read the resumed run's own report
+    shutil.copytree(resumed[0], out)
+    options = json.loads((out / "auto.json").read_text())
+    mtimes = {r: (out / r / "metrics.json").stat().st_mtime_ns for r in ("bov", "kim_cnn")}
+    speeds = {r["name"]: r["speed"] for r in options["candidates"] if r["status"] == "done"}
+    base = {"data": options["identity"]["data"], "test": options["identity"]["test"], "time": 120.0, "threads": 1,
+            "out": str(out)}
+    said = []
+    again = run_auto({**base, "min_speed": 10 * max(speeds.values())}, log=said.append)
+    assert again["winner"] == max(speeds, key=speeds.get) and again["floor_met"] is False
+    assert any("no candidate predicts --min-speed" in line for line in said)
+    assert "no candidate reaches the floor" in (out / "report.md").read_text()
+    assert {r: (out / r / "metrics.json").stat().st_mtime_ns for r in mtimes} == mtimes
+    with pytest.raises(Exception, match=r"holds an auto run made with other options \(--seed 1, not 2\)"):
+        run_auto({**base, "seed": 2}, log=said.append)
