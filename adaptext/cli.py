@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from .data.errors import DataError, MissingResource, UsageError
+from .runs.contract import DEFAULT_MODEL
 
 
 def positive_int(s: str) -> int:
@@ -63,7 +64,7 @@ def cmd_train(argv) -> int:
     model = known.model or file_opts.get("model")
     if known.resume and not model and (Path(known.resume) / "config.json").is_file():
         model = flatten(read_json(Path(known.resume) / "config.json")).get("model")
-    args = train_parser(model or "kim_cnn").parse_args(argv)
+    args = train_parser(model or DEFAULT_MODEL).parse_args(argv)
     opts = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
     from .training import train_run
     metrics = train_run(opts, file_opts, log=lambda m: print(m, file=sys.stderr), config_file=known.config)
@@ -84,7 +85,7 @@ def cmd_distill(argv) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--model")
     known, _ = pre.parse_known_args(rest)
-    args = train_parser(known.model or "kim_cnn").parse_args(rest)
+    args = train_parser(known.model or DEFAULT_MODEL).parse_args(rest)
     opts = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
     from .training import distill_run
     metrics = distill_run(teacher, opts, log=lambda m: print(m, file=sys.stderr))
@@ -109,7 +110,7 @@ def cmd_sweep(argv) -> int:
     p.add_argument("--jobs", type=positive_int, default=1, help="trials trained at once, in processes")
     p.add_argument("--out", required=True, help="the sweep's folder (its trials are run directories inside)")
     a, rest = p.parse_known_args(argv)
-    model = next((rest[i + 1] for i, x in enumerate(rest[:-1]) if x == "--model"), "kim_cnn")
+    model = next((rest[i + 1] for i, x in enumerate(rest[:-1]) if x == "--model"), DEFAULT_MODEL)
     monitor = next((rest[i + 1] for i, x in enumerate(rest[:-1]) if x == "--monitor"), "accuracy")
 
     def options(params: dict, run: str) -> dict:
