@@ -14,6 +14,10 @@ dataset (its vocabulary, its vectors) in a process of its own and timed predicti
 1,000 test sentences (TREC: its 500), batch 64, 2 threads, best of 3 passes after a warm-up; a tree model's time includes parsing
 each sentence (the parse cache emptied before every pass). fastText is trained on the shuffled
 training file and timed on the same sentences.
+
+Each point is timed alone on the machine, so OpenMP's threads spin as a lone job's do
+(``OMP_WAIT_POLICY=ACTIVE`` unless set): adaptext's own default lets them sleep, which shares a
+machine with other jobs but slows some models more than others (the teacher most).
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+USER_WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY")     # read before importing adaptext sets its own default
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import adaptive_table  # noqa: E402
 import attconv_table  # noqa: E402
@@ -36,6 +41,7 @@ import tree_table  # noqa: E402
 
 KIM = {"embeddings": str(common.GLOVE), "embedding_mode": "non-static"}
 TREE_DATA = {"sst2": "sst2-trees", "trec": "trec"}      # tree models train on trees, TREC parsed
+THREADS = 2                                              # every point predicts on 2 CPU threads
 # distilled students: (distill_table's student name, label, the table holding its SST-2 rows, its TREC
 # rows); the convolutional students' TREC rows are distill_trec_mask's, distilled with the teacher
 # reading its own mask token, as every recurrent student was; the recurrent students' TREC rows are
@@ -123,8 +129,10 @@ def model_speed(point: dict, dataset: str, texts: list[str], work: Path) -> floa
     from adaptext.training.run import train_run
     data = TREE_DATA[dataset] if point.get("tree") else dataset
     run = work / f"{point['label']}-{dataset}".replace(" ", "_").replace("(", "").replace(")", "")
+    # threads named: left at 0, a run takes the cores the load average leaves free, and the points
+    # timed just before this one would count against it
     train_run({**point["options"], "data": data, "data_dir": str(common.DATA), "max_steps": 1, "out": str(run),
-               "progress": False}, log=lambda *_: None)
+               "progress": False, "threads": THREADS}, log=lambda *_: None)
     clf = adaptext.load(run)
     parses = Path(os.environ["ADAPTEXT_CACHE"]) / "parses"
     forget = (lambda: shutil.rmtree(parses, ignore_errors=True)) if point.get("tree") else (lambda: None)
@@ -152,7 +160,7 @@ def fasttext_speed(dataset: str, texts: list[str], work: Path) -> float:
     train = random.Random(1).sample(train, len(train))
     path = work / "fasttext.txt"
     path.write_text("".join(f"__label__{ex.label.replace(' ', '_')} {' '.join(tok(ex.text))}\n" for ex in train))
-    model = fasttext.train_supervised(str(path), wordNgrams=2, epoch=10, lr=0.5, dim=100, seed=1, thread=2, verbose=0)
+    model = fasttext.train_supervised(str(path), wordNgrams=2, epoch=10, lr=0.5, dim=100, seed=1, thread=THREADS, verbose=0)
     # as adaptext's predict does: from raw text, tokenised, to a label per sentence
     return common.sentences_per_s(lambda xs: [model.predict(" ".join(tok(x))) for x in xs], texts)
 
@@ -250,6 +258,7 @@ def main() -> None:
     ap.add_argument("--replot", metavar="JSON", help="draw the plot of a recorded frontier.json again (next to it, "
                     ".png), measuring nothing")
     a = ap.parse_args()
+    os.environ["OMP_WAIT_POLICY"] = USER_WAIT_POLICY or "ACTIVE"   # each point's fresh process inherits it
     if a.replot:
         plot(json.loads(Path(a.replot).read_text())["rows"], Path(a.replot).with_suffix(".png"))
         return
@@ -265,7 +274,7 @@ def main() -> None:
             rows += dataset_rows(dataset, pts, Path(tmp))
     notes = ("Accuracy: as recorded by each source table (its seeds; SST-2 tree rows from gold trees, kim_cnn "
              "non-static and rand from phrase-level training as Kim's table does); throughput: this run, one "
-             "configuration per point as its table trains it, each in a fresh process, the first 1,000 test sentences (TREC: 500), batch 64, 2 threads, best "
+             "configuration per point as its table trains it, each in a fresh process, the first 1,000 test sentences (TREC: 500), batch 64, 2 threads, OpenMP's threads spinning (OMP_WAIT_POLICY=ACTIVE), best "
              "of 3 passes; tree models parse each sentence with the shipped bracketer inside the timing. Not "
              "placed: acnn (no SST-2 or TREC row in any table yet), the lstm undistilled, attconv on TREC (its table has no "
              "TREC column). " + distilled_note() + common.quick_note(a.quick))
