@@ -173,7 +173,8 @@ def dataset_rows(a, dataset: str) -> list[dict]:
         accs.setdefault(("transformer", teacher_label), []).append(m["test"]["accuracy"])
     ensemble = []
     if a.ensemble and not a.teachers_only:
-        ensemble = [teacher_run(a, keep, dataset, s)[1] for s in range(1, (a.ensemble_seeds or a.seeds) + 1)]
+        ensemble = [teachers[s] if s in teachers else teacher_run(a, keep, dataset, s)[1]
+                    for s in range(1, (a.ensemble_seeds or a.seeds) + 1)]
         acc = ensemble_accuracy(ensemble, dataset) if 1 in seeds else None
         if acc is not None:
             accs[("transformer", f"teacher ensemble ({len(ensemble)} seeds)")] = [acc]

@@ -95,16 +95,23 @@ def md_table(header: list, rows: list) -> str:
     return "\n".join("| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in cells) + "\n"
 
 
+def winner_tables(state: dict, metrics: dict | None) -> list[tuple[str, list, list]]:
+    """The winner's tables, (title, header, rows) each, as both the page and the markdown show them."""
+    if not metrics:
+        return []
+    split, header, rows = per_class_table(metrics)
+    found = [(f"The winner, {state['winner']}: per class ({split})", header, rows)]
+    confusion = confusion_table(metrics)
+    if confusion:
+        found.append((f"Its confusion matrix ({confusion[0]}; rows gold, columns predicted)", *confusion[1:]))
+    return found
+
+
 def markdown(state: dict, metrics: dict | None) -> str:
     parts = ["# adaptext auto\n", "\n\n".join(summary_lines(state)) + "\n", "![accuracy against speed](frontier.png)\n",
              "## Candidates\n", md_table(*candidate_table(state))]
-    if metrics:
-        split, header, rows = per_class_table(metrics)
-        parts += [f"## The winner, {state['winner']}: per class ({split})\n", md_table(header, rows)]
-        confusion = confusion_table(metrics)
-        if confusion:
-            parts += [f"## Its confusion matrix ({confusion[0]}; rows gold, columns predicted)\n",
-                      md_table(*confusion[1:])]
+    for title, header, rows in winner_tables(state, metrics):
+        parts += [f"## {title}\n", md_table(header, rows)]
     parts += ["## Commands that reproduce each run\n",
               "\n".join(f"- {r['name']}: `{r['command']}`" for r in state["candidates"] if r.get("command")) + "\n"]
     return "\n".join(parts)
@@ -122,13 +129,8 @@ def page(state: dict, metrics: dict | None, plot: Path) -> str:
     parts = [f"<p>{html.escape(line).replace('`', '')}</p>" for line in summary_lines(state)]
     parts += [f'<img alt="accuracy against speed" src="data:image/png;base64,{image}">',
               "<h2>Candidates</h2>", html_table(*candidate_table(state))]
-    if metrics:
-        split, header, rows = per_class_table(metrics)
-        parts += [f"<h2>The winner, {html.escape(state['winner'])}: per class ({split})</h2>", html_table(header, rows)]
-        confusion = confusion_table(metrics)
-        if confusion:
-            parts += [f"<h2>Its confusion matrix ({confusion[0]}; rows gold, columns predicted)</h2>",
-                      html_table(*confusion[1:])]
+    for title, header, rows in winner_tables(state, metrics):
+        parts += [f"<h2>{html.escape(title)}</h2>", html_table(header, rows)]
     parts.append("<h2>Commands that reproduce each run</h2><ul>" + "".join(
         f"<li>{html.escape(r['name'])}: <code>{html.escape(r['command'])}</code></li>"
         for r in state["candidates"] if r.get("command")) + "</ul>")
