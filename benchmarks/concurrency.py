@@ -97,8 +97,8 @@ def main() -> None:
              f"'two at once': two identical jobs started together, each timed to its own end; ratio: seconds "
              f"alone over seconds beside the other (1.0: no slowdown; 0.5: two jobs share the machine with no "
              f"loss). 'before': commit of --before (torch's default threads, OpenMP's default wait policy); "
-             f"'after': this commit (OMP_WAIT_POLICY=PASSIVE unless set; threads 0 takes the cores the load "
-             f"average leaves free). The quick start: adaptext train with its defaults on the bundled demo; predict: "
+             f"'after': this commit (OMP_WAIT_POLICY=PASSIVE unless set; threads 0 takes the cores other work "
+             f"leaves free when it starts). The quick start: adaptext train with its defaults on the bundled demo; predict: "
              f"{a.texts:,} demo questions through the quick start's run, batch 64. One measurement each.")
     print(common.write("concurrency", rows, notes, a.out))
 

@@ -129,8 +129,7 @@ def model_speed(point: dict, dataset: str, texts: list[str], work: Path) -> floa
     from adaptext.training.run import train_run
     data = TREE_DATA[dataset] if point.get("tree") else dataset
     run = work / f"{point['label']}-{dataset}".replace(" ", "_").replace("(", "").replace(")", "")
-    # threads named: left at 0, a run takes the cores the load average leaves free, and the points
-    # timed just before this one would count against it
+    # threads named: every point is measured on the same threads, whatever else the machine runs
     train_run({**point["options"], "data": data, "data_dir": str(common.DATA), "max_steps": 1, "out": str(run),
                "progress": False, "threads": THREADS}, log=lambda *_: None)
     clf = adaptext.load(run)
