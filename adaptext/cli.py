@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from .data.errors import DataError, MissingResource, UsageError
+from .data.examples import ExampleKind
 from .runs.contract import DEFAULT_MODEL
 
 
@@ -344,10 +345,10 @@ def explain_words(clf, a) -> int:
     return 0
 
 
-def check_second_input(kind: str, a) -> None:
+def check_second_input(kind: ExampleKind, a) -> None:
     """--pair goes with a pair model and --context with a contexts model, and each needs its own:
     without this check one is dropped unseen or the model asks for a JSON object."""
-    wants = {"pair": "--pair", "tree_pair": "--pair", "contexts": "--context"}.get(kind)
+    wants = {"pair": "--pair", "contexts": "--context"}.get(kind.second)
     given = "--pair" if a.pair is not None else "--context" if a.context else None
     if given == wants:
         return

@@ -38,12 +38,13 @@ from torch import nn
 
 from .data.batching import Batch
 from .data.errors import DataError, MissingResource, UsageError
+from .data.examples import ExampleKind
 from .runs.files import write_atomic
 from .runs.inputs import as_input_list
 from .runs.pipeline import logits_of, probabilities
 
-INPUTS = {"text": ("text", "lengths"), "pair": ("text", "lengths", "pair", "pair_lengths"),
-          "contexts": ("text", "lengths", "contexts", "context_lengths")}
+INPUTS = {ExampleKind.TEXT: ("text", "lengths"), ExampleKind.PAIR: ("text", "lengths", "pair", "pair_lengths"),
+          ExampleKind.CONTEXTS: ("text", "lengths", "contexts", "context_lengths")}
 TOLERANCE = 1e-4
 CHECK_BATCH = 5            # texts of the largest batch the export traces and checks
 
@@ -56,7 +57,7 @@ class ExportGraph(nn.Module):
     """A model behind plain tensors: (text, lengths[, pair, pair_lengths | contexts,
     context_lengths]) -> (logits, probs)."""
 
-    def __init__(self, model: nn.Module, kind: str, multilabel: bool):
+    def __init__(self, model: nn.Module, kind: ExampleKind, multilabel: bool):
         super().__init__()
         if kind not in INPUTS:
             raise UsageError(f"{kind} models cannot be exported to ONNX: they read a parse per text")
@@ -67,7 +68,7 @@ class ExportGraph(nn.Module):
         return logits, probabilities(logits, self.multilabel)
 
 
-def sample_inputs(kind: str, vocab_size: int, min_length: int, length: int | None, batch: int = 4,
+def sample_inputs(kind: ExampleKind, vocab_size: int, min_length: int, length: int | None, batch: int = 4,
                   seed: int = 0, longer: int = 0, contexts: int = 3, shortest: bool = False) -> tuple:
     """Random ids in ``[2, vocab_size)`` with lengths from 1 to the padded length, zero past
     each text's end: the example the graph is traced on (and, ``longer`` positions longer
@@ -84,9 +85,9 @@ def sample_inputs(kind: str, vocab_size: int, min_length: int, length: int | Non
 
     t = length or (min_length if shortest else max(min_length, 7) + 2 + longer)
     text, lengths = texts(batch, t)
-    if kind == "text":
+    if kind == ExampleKind.TEXT:
         return text, lengths
-    if kind == "pair":
+    if kind == ExampleKind.PAIR:
         pair, pair_lengths = texts(batch, length or (t if shortest else t + 3))
         if shortest:
             pair_lengths[-1] = 0
@@ -101,7 +102,7 @@ def sample_inputs(kind: str, vocab_size: int, min_length: int, length: int | Non
     return text, lengths, ctx, ctx_lengths
 
 
-def dynamic_shapes(kind: str, min_length: int, fixed: bool) -> tuple:
+def dynamic_shapes(kind: ExampleKind, min_length: int, fixed: bool) -> tuple:
     """torch.export dims: the batch (and the number of contexts) always free; the lengths free,
     from ``min_length``, unless ``fixed``."""
     from torch.export import Dim
@@ -109,9 +110,9 @@ def dynamic_shapes(kind: str, min_length: int, fixed: bool) -> tuple:
 
     def ids(*dims, length: str):
         return {0: b, **dict(enumerate(dims, 1)), len(dims) + 1: None if fixed else Dim(length, min=min_length)}
-    if kind == "text":
+    if kind == ExampleKind.TEXT:
         return ids(length="length"), {0: b}
-    if kind == "pair":
+    if kind == ExampleKind.PAIR:
         return ids(length="length"), {0: b}, ids(length="pair_length"), {0: b}
     k = Dim("contexts", min=1)
     return ids(length="length"), {0: b}, ids(k, length="context_length"), {0: b, 1: k}
@@ -139,21 +140,18 @@ def graph_inputs(clf, inputs, length: int | None = None) -> dict:
     if not inputs:
         raise UsageError("no inputs: give a list of one or more")
     batch = clf.collate(clf.pipeline.items(inputs))
-    fields = {"text": (batch.text, batch.lengths), "pair": (batch.pair, batch.pair_lengths),
-              "contexts": (batch.contexts, batch.context_lengths)}
+    names = INPUTS[clf.kind]          # ids and lengths of the text, then of the pair or contexts: the batch's fields
     out = {}
-    for field in ("text", clf.kind) if clf.kind != "text" else ("text",):
-        ids, lengths = fields[field]
+    for ids_name, lengths_name in zip(names[::2], names[1::2]):
+        ids, lengths = getattr(batch, ids_name), getattr(batch, lengths_name)
         n = length if length is not None else max(ids.shape[-1], graph_min_length(clf.model))
-        ids = torch.nn.functional.pad(ids, (0, max(0, n - ids.shape[-1])))[..., :n]
-        lengths = lengths.clamp(max=n)
-        names = INPUTS[clf.kind][:2] if field == "text" else INPUTS[clf.kind][2:]
-        out[names[0]], out[names[1]] = ids.numpy(), lengths.numpy()
+        out[ids_name] = torch.nn.functional.pad(ids, (0, max(0, n - ids.shape[-1])))[..., :n].numpy()
+        out[lengths_name] = lengths.clamp(max=n).numpy()
     return out
 
 
-def export_model(model: nn.Module, kind: str, multilabel: bool, vocab_size: int, path, length: int | None = None,
-                 opset: int | None = None) -> dict:
+def export_model(model: nn.Module, kind: ExampleKind, multilabel: bool, vocab_size: int, path,
+                 length: int | None = None, opset: int | None = None) -> dict:
     """Write ``model`` as an ONNX graph to ``path`` and check it in onnxruntime against
     PyTorch on inputs of another batch size (and length, unless ``length`` fixes it);
     returns ``{"min_length", "opset", "check"}``."""
@@ -264,7 +262,7 @@ QUIET = ("torch.onnx", "torch.export", "torch._export", "torch.fx.experimental.s
          "torch._dynamo", "onnxscript", "onnx_ir")
 
 
-def _trace(graph: ExportGraph, kind: str, vocab_size: int, min_length: int, length: int | None, opset):
+def _trace(graph: ExportGraph, kind: ExampleKind, vocab_size: int, min_length: int, length: int | None, opset):
     """The ONNX program of ``graph`` (dynamo exporter), its notices kept out of the user's terminal."""
     loggers = [logging.getLogger(name) for name in QUIET]
     levels = [logger.level for logger in loggers]

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 import torch
 
 from .data.errors import OptionError, UnknownModel, UsageError
-from .data.examples import KINDS
+from .data.examples import ExampleKind
 
 
 @dataclass
 class DataSpec:
     num_classes: int
     vocab_size: int
-    kind: str = "text"
+    kind: ExampleKind = ExampleKind.TEXT
     multilabel: bool = False
     tag_vocab_size: int = 0
     pad_id: int = 0
@@ -60,8 +60,8 @@ class TextClassifier(torch.nn.Module):
         return embedding, self.spec.vocab_size, lambda ids: ids
 
     @property
-    def kind(self) -> str:
-        """The example kind the model was built for (text, pair, contexts, tree, tree_pair)."""
+    def kind(self) -> ExampleKind:
+        """The example kind the model was built for."""
         return self.spec.kind
 
     @property
@@ -74,7 +74,7 @@ class ModelEntry:
     name: str
     cls: type
     config: type
-    inputs: tuple            # example kinds the model reads
+    inputs: tuple            # the ExampleKinds the model reads
     tokenizer: str           # default tokenizer level: word | char
     description: str
     paper: str
@@ -91,12 +91,18 @@ class ModelEntry:
 _REGISTRY: dict[str, ModelEntry] = {}
 
 
-def register_model(name: str, *, config: type, inputs=("text",), tokenizer: str = "word", description: str = "",
-                   paper: str = "", train_defaults: dict | None = None, test_config: dict | None = None,
-                   needs_tags: bool = False, paper_params: dict | None = None):
-    for k in inputs:
-        if k not in KINDS:
-            raise ValueError(f"unknown input kind {k!r}")
+def _input_kind(kind) -> ExampleKind:
+    """A kind a model declares it reads, given as an ``ExampleKind`` or its name."""
+    try:
+        return ExampleKind(kind)
+    except ValueError:
+        raise ValueError(f"unknown input kind {kind!r}") from None
+
+
+def register_model(name: str, *, config: type, inputs=(ExampleKind.TEXT,), tokenizer: str = "word",
+                   description: str = "", paper: str = "", train_defaults: dict | None = None,
+                   test_config: dict | None = None, needs_tags: bool = False, paper_params: dict | None = None):
+    inputs = tuple(map(_input_kind, inputs))
     if not issubclass(config, Options) and any("choices" in f.metadata for f in dataclasses.fields(config)):
         raise TypeError(f"{config.__name__} has choice fields, so it must derive from Options (which checks them)")
     from .runs.contract import OPTIONS
@@ -109,7 +115,7 @@ def register_model(name: str, *, config: type, inputs=("text",), tokenizer: str 
             raise ValueError(f"model {name!r} registered twice")
         if not issubclass(cls, TextClassifier):
             raise TypeError(f"{cls.__name__} must derive from adaptext.registry.TextClassifier")
-        _REGISTRY[name] = ModelEntry(name, cls, config, tuple(inputs), tokenizer,
+        _REGISTRY[name] = ModelEntry(name, cls, config, inputs, tokenizer,
                                      description or (cls.__doc__ or "").strip().split("\n")[0], paper,
                                      dict(train_defaults or {}), dict(test_config or {}), needs_tags,
                                      dict(paper_params or {}))
@@ -163,13 +169,15 @@ def make_config(name: str, **overrides):
 def create_model(name: str, *, num_classes: int, vocab_size: int, kind: str | None = None, multilabel: bool = False,
                  tag_vocab_size: int = 0, embeddings: torch.Tensor | None = None, embedding_mode: str = "rand",
                  **config) -> TextClassifier:
-    """Build a registered model with its paper defaults, overridden by ``config``."""
+    """Build a registered model with its paper defaults, overridden by ``config``; ``kind``: an
+    ``ExampleKind`` or its name, by default the first the model reads."""
     entry = get_entry(name)
     cfg = make_config(name, **config)
-    spec = DataSpec(num_classes, vocab_size, kind or entry.inputs[0], multilabel, tag_vocab_size, 0,
+    kind = kind or entry.inputs[0]
+    if kind not in entry.inputs:
+        raise UsageError(f"{name} reads {', '.join(entry.inputs)} examples, not {kind}")
+    spec = DataSpec(num_classes, vocab_size, ExampleKind(kind), multilabel, tag_vocab_size, 0,
                     embeddings, embedding_mode)
-    if spec.kind not in entry.inputs:
-        raise UsageError(f"{name} reads {', '.join(entry.inputs)} examples, not {spec.kind}")
     try:
         return entry.cls(cfg, spec)
     except (RuntimeError, MemoryError) as e:

@@ -265,7 +265,7 @@ def create_app(run_dir, device: str = "cpu", model_process: bool = False, thread
     clf = load(run_dir, device="cpu" if model_process else device)   # the accelerator is the model process's
     about = describe(clf, run_dir)
     batcher = ProcessBatcher(run_dir, device, threads) if model_process else DynamicBatcher(clf.predict)
-    read_apart = clf.kind in ("tree", "tree_pair")    # parsing and tagging take a while: off the event loop
+    read_apart = clf.kind.is_tree                     # parsing and tagging take a while: off the event loop
 
     @asynccontextmanager
     async def lifespan(app):              # the model process ends with the server

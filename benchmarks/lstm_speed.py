@@ -81,14 +81,14 @@ def best_of(passes: dict, repeats: int, n: int) -> dict:
 
 def config_rows(label: str, options: dict, run_dir: Path, a) -> list[dict]:
     import torch
-    from adaptext.data.batching import BatchLoader
+    from adaptext.data.loading import batch_loader
     texts = distill_table.test_texts("sst2", 64 if a.quick else 100_000)
     clf = trained(options, run_dir, a.quick)
     model = clf.model.eval()
     default = model.projections() is not None      # what the model does by itself
     model.use_tables = True
     tables = model.projections()
-    batches = list(BatchLoader(clf.pipeline.items(texts), 64, clf.collate))
+    batches = list(batch_loader(clf.pipeline.items(texts), 64, clf.collate))
 
     def use(tables_on: bool):
         return lambda: setattr(model, "use_tables", tables_on)

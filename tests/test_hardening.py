@@ -286,9 +286,10 @@ def test_explain_words_refuses_a_second_input_the_model_does_not_read(kim_run, c
 def test_a_pair_or_contexts_model_asks_for_its_own_second_input(kind, flags, said):
     from argparse import Namespace
     from adaptext.cli import check_second_input
+    from adaptext.data.examples import ExampleKind
     with pytest.raises(UsageError, match=said):
-        check_second_input(kind, Namespace(run_dir="RUN", pair=flags.get("pair"), context=[]))
-    check_second_input("pair", Namespace(run_dir="RUN", pair="x", context=[]))        # no error
+        check_second_input(ExampleKind(kind), Namespace(run_dir="RUN", pair=flags.get("pair"), context=[]))
+    check_second_input(ExampleKind.PAIR, Namespace(run_dir="RUN", pair="x", context=[]))        # no error
 
 
 def test_a_model_too_large_to_allocate_says_its_size_and_the_memory_it_needs(tmp_path, capsys):

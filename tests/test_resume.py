@@ -74,17 +74,22 @@ def test_killed_mid_epoch_and_resumed_matches_uninterrupted(tmp_path):
 
 
 # ----------------------------------------------------------------------- the resume state
-class _Loader:
-    """A training loader as the module sees it: its length, and where a resumed run starts."""
-
-    def __init__(self, batches: int = 10):
-        self.batches, self.resumed_at = batches, None
-
-    def __len__(self):
-        return self.batches
+class _Sampler:
+    """Where a resumed run starts."""
+    resumed_at = None
 
     def resume(self, epoch: int, batch: int) -> None:
         self.resumed_at = (epoch, batch)
+
+
+class _Loader:
+    """A training loader as the module sees it: its length, and its batch sampler."""
+
+    def __init__(self, batches: int = 10):
+        self.batches, self.batch_sampler = batches, _Sampler()
+
+    def __len__(self):
+        return self.batches
 
 
 def _module(loader=None):
@@ -141,7 +146,7 @@ def test_a_checkpoint_restores_every_random_generator_exactly(tmp_path):
     expected = _draws()
     resumed, loader = _resumed_from(checkpoint, tmp_path / "last.ckpt")
     assert _draws() == expected
-    assert loader.resumed_at == (0, 4) and resumed._stats == TrainStats(1.5, 30, 40, 4, 35)
+    assert loader.batch_sampler.resumed_at == (0, 4) and resumed._stats == TrainStats(1.5, 30, 40, 4, 35)
     assert isinstance(checkpoint["adaptext"]["rng"]["python"]["words"], list)      # no repr to parse back
 
 
@@ -164,4 +169,5 @@ def test_a_checkpoint_written_before_the_resume_state_was_named_still_resumes(tm
     resumed, loader = _resumed_from({"adaptext": old}, tmp_path / "old.ckpt")
     assert _draws() == expected
     assert resumed._stats == TrainStats(loss_sum=2.0, correct=7, examples=12, batches=3, labelled=12)
-    assert loader.resumed_at == (1, 3) and resumed.seconds_before == 9.0 and resumed.epoch_rows == [{"epoch": 1}]
+    assert loader.batch_sampler.resumed_at == (1, 3)
+    assert resumed.seconds_before == 9.0 and resumed.epoch_rows == [{"epoch": 1}]

@@ -426,3 +426,70 @@ def test_every_column_option_is_declared_once():
     declared = _column_declarations(names)
     assert {name: len(where) for name, where in declared.items()} == dict.fromkeys(names, 1), declared
     assert all(where[0].startswith("adaptext/data/readers.py:") for where in declared.values()), declared
+
+
+def _kind_comparisons_with_strings(tree: ast.AST, names: set) -> list:
+    """The lines where an example kind (``kind``, ``ex.kind``, ``voc["kind"]``, ``batch_kind(b)``, a
+    model's ``entry.inputs``) is compared with a string literal of a kind's name (or a tuple, list
+    or set of them), or looked up in a literal dict keyed by such strings."""
+    def is_kind(node) -> bool:
+        text = ast.unparse(node)
+        return bool(re.search(r"(kind|\.inputs|\[[\"']kind[\"']\])(\[\d+\])?\)?$|kind\(.*\)$", text, re.S))
+
+    def kind_strings(node) -> set:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return {node.value} & names
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return set().union(*map(kind_strings, node.elts))
+        if isinstance(node, ast.Dict):
+            return set().union(*(kind_strings(k) for k in node.keys if k is not None))
+        return set()
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(map(is_kind, sides)) and any(kind_strings(s) for s in sides if not is_kind(s)):
+                found.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+            if kind_strings(node.func.value) and node.args and is_kind(node.args[0]):
+                found.append(node.lineno)
+        elif isinstance(node, ast.Subscript) and kind_strings(node.value) and is_kind(node.slice):
+            found.append(node.lineno)
+    return sorted(found)
+
+
+def test_an_example_kind_is_compared_as_an_example_kind_never_as_its_name():
+    """``ExampleKind`` is the one home of the five kinds: code compares a kind with a member or asks
+    it (``kind.is_tree``), so no ``kind == "pair"`` or ``kind in ("tree", "tree_pair")`` restates them."""
+    from adaptext.data.examples import ExampleKind
+    names = {k.value for k in ExampleKind}
+    found = [f"{path.relative_to(ROOT)}:{line}" for path in sorted(PACKAGE.rglob("*.py"))
+             for line in _kind_comparisons_with_strings(ast.parse(path.read_text()), names)]
+    assert not found, found
+    caught = """
+if ex.kind == "pair": pass
+if "tree" != spec.kind: pass
+if clf.kind in ("tree", "tree_pair"): pass
+if voc["kind"] not in ["text"]: pass
+wants = {"pair": "--pair", "contexts": "--context"}.get(kind)
+flag = {"text": 1}[store.kind]
+if examples[0].kind not in ("text", "pair"): pass
+if not set(get_entry(name).inputs) <= {"tree", "tree_pair"}: pass
+if batch_kind(batch) != "text": pass
+"""
+    assert _kind_comparisons_with_strings(ast.parse(caught), names) == [2, 3, 4, 5, 6, 7, 8, 9, 10]
+    passed = 'if cell.kind == "recnn": pass\nif field == "text": pass\nwants = {"pair": 1}.get(kind.second)\n'
+    assert _kind_comparisons_with_strings(ast.parse(passed), names) == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore is its module's own; what another module needs is public."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("adaptext")):
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if private:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {private}")
+    assert not found, found

@@ -11,8 +11,10 @@ import pytest
 
 from adaptext.cli import main
 from adaptext.data import store as S
-from adaptext.data.batching import BatchLoader, Collator, Encoder, StoredItems
+from adaptext.data.batching import Collator, Encoder, StoredItems
 from adaptext.data.errors import BadLines, DataError
+from adaptext.data.loading import ItemDataset, batch_loader
+from adaptext.data.examples import ExampleKind, Location
 from adaptext.data.readers import read_file
 from adaptext.data.text import LabelMap, Tokenizer, TokenizerConfig, Vocab
 from adaptext.training.run import train_run
@@ -89,7 +91,7 @@ def test_worker_processes_build_the_same_store(tmp_path, monkeypatch):
         assert len(store) == len(ex) == 900
         for row in (0, 1, 449, 899):
             assert [store.strings[i] for i in store.texts(row)[0]] == tok(ex[row].text)
-            assert store.where(row) == ex[row].where
+            assert store.where(row) == ex[row].where == Location(str(f), row + 2)     # after the header
         assert store.label_keys(np.arange(900)) == [e.label for e in ex]
 
 
@@ -105,14 +107,16 @@ def test_stored_items_equal_encoded_items(kind, tmp_path):
                              for e in examples))
         columns = {"contexts_col": "contexts"}
     store = S.open_store(f, TokenizerConfig(), **columns)
-    assert store.kind == kind
+    assert store.kind is ExampleKind(kind) and json.loads((store.folder / "meta.json").read_text())["kind"] == kind
     tok = Tokenizer()
     vocab = Vocab.build(tok(t) for e in examples[:20] for t in [e.text, *getattr(e, "contexts", [getattr(e, "pair", "")])])
     labels = LabelMap.of_names({e.label for e in examples})
     stored = StoredItems(S.StoredSplit(store), vocab, labels, max_length=6)
     encoded = Encoder(tok, vocab, labels, max_length=6).encode(read_file(f, **columns))
     collate = Collator(len(labels), min_length=3)
-    for a, b in zip(BatchLoader(stored, 7, collate), BatchLoader(encoded, 7, collate)):
+    protocol = lambda data: (data.lengths(), data.labels(), data.indices())
+    assert protocol(ItemDataset(stored)) == protocol(ItemDataset(encoded))
+    for a, b in zip(batch_loader(stored, 7, collate), batch_loader(encoded, 7, collate), strict=True):
         for name in ("index", "labels", "text", "lengths", "pair", "pair_lengths", "contexts", "context_lengths"):
             x, y = getattr(a, name), getattr(b, name)
             assert (x is None and y is None) or bool((x == y).all()), name

@@ -8,7 +8,7 @@ import torch
 
 from adaptext.data import readers as R
 from adaptext.data import tree_readers as T
-from adaptext.data.batching import BatchLoader, Collator, Encoder
+from adaptext.data.batching import Collator, Encoder
 from adaptext.data.embeddings import embedding_matrix, principal_components, read_vectors
 from adaptext.data.errors import UsageError
 from adaptext.data.text import LabelMap, Tokenizer, Vocab, kim_clean
@@ -117,22 +117,6 @@ def test_text_batches_lengths_min_and_fixed_length():
     assert (b.text[~b.mask] == 0).all()
     b = Collator(len(labels), fixed_length=3)(items)
     assert b.text.shape == (4, 3) and (b.lengths <= 3).all()
-
-
-def test_loader_epochs_differ_resume_continues_and_ranks_split():
-    from adaptext.data.batching import Item
-    items = [Item(index=i, label=i % 2, text=np.arange(1, 2 + i % 7)) for i in range(100)]
-    col = Collator(2)
-    ld = BatchLoader(items, 10, col, shuffle=True, seed=1)
-    e0 = [b.index.tolist() for b in ld]
-    e1 = [b.index.tolist() for b in ld]
-    assert e0 != e1 and sorted(sum(e0, [])) == list(range(100))
-    again = BatchLoader(items, 10, col, shuffle=True, seed=1)
-    again.resume(1, 4)
-    assert [b.index.tolist() for b in again] == e1[4:]
-    r0, r1 = (BatchLoader(items, 10, col, shuffle=True, seed=1, rank=r, world=2) for r in (0, 1))
-    a, b = [x.index.tolist() for x in r0], [x.index.tolist() for x in r1]
-    assert len(a) == len(b) == 5 and not set(sum(a, [])) & set(sum(b, []))
 
 
 def test_metrics_single_and_multi_label():

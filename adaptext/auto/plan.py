@@ -13,6 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from ..data.errors import MissingResource, UsageError
+from ..data.examples import ExampleKind
 from ..registry import get_entry
 
 # ---------------------------------------------------------------- cost coefficients
@@ -63,9 +64,12 @@ class DataSummary:
     dev: int
     test: int
     mean_length: float
-    kind: str = "text"
+    kind: ExampleKind = ExampleKind.TEXT
     multilabel: bool = False
     classes: int = 0
+
+    def __post_init__(self):
+        self.kind = ExampleKind(self.kind)          # auto.json holds the kind's name
 
     @property
     def ktokens(self) -> float:
@@ -131,13 +135,13 @@ def encoder_available() -> str | None:
     return None
 
 
-def pool(kind: str) -> list[Candidate]:
+def pool(kind: ExampleKind) -> list[Candidate]:
     """Every candidate auto knows, in plan order, with the epochs it gets when the budget allows
     (the fast ones 10, Kim's own 25 cut to 10 so that the baselines leave the budget to the
     teacher, early stopping deciding within that; the teacher the 3 of the distillation tables;
     the BiLSTM student the README's 5). Pair and context data add attconv (light), the one fast
     model that reads them, undistilled and distilled."""
-    text = kind == "text"
+    text = kind == ExampleKind.TEXT
     found = [Candidate("bov", {"model": "bov", "epochs": 10}),
              Candidate("kim_cnn", {"model": "kim_cnn", "epochs": 10}),
              Candidate("kim_cnn-vectors", {"model": "kim_cnn", "embeddings": "transformer", "epochs": 10})]
@@ -159,7 +163,7 @@ def multilabel_capable(name: str) -> bool:
     """The registry has no multi-label flag: training reads a label set the same way for every
     model (one sigmoid per class, binary cross-entropy on its logits), except the tree models
     trained on every labelled node, whose node loss is single-label."""
-    return not set(get_entry(name).inputs) <= {"tree", "tree_pair"}
+    return not all(kind.is_tree for kind in get_entry(name).inputs)
 
 
 def why_not(c: Candidate, kinds, multilabel: bool, missing: str | None) -> str | None:
@@ -220,7 +224,7 @@ def human(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.1f} min"
 
 
-def make_plan(summary: DataSummary, budget_s: float, multilabel: bool = False, kinds=("text",),
+def make_plan(summary: DataSummary, budget_s: float, multilabel: bool = False, kinds=(ExampleKind.TEXT,),
               threads: int = 1, encoder: bool | None = None) -> list[Candidate]:
     """The candidates for these data within ``budget_s`` seconds, each costed and its epochs
     capped so that the plan fits; those the data, extras or budget rule out marked skipped.

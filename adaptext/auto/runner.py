@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..data.errors import DataError, MissingResource, UsageError
+from ..data.examples import ExampleKind
 from ..runs.contract import READER_KEYS
 from ..runs.files import read_json, write_atomic, writer_lock
 from . import plan as P
@@ -94,14 +95,13 @@ def summarise(options: dict) -> tuple[P.DataSummary, list]:
 
 
 def _words(ex) -> int:
-    extra = getattr(ex, "pair", None) or " ".join(getattr(ex, "contexts", None) or ())
-    return len(ex.text.split()) + len(extra.split())
+    return sum(len(text.split()) for text in ex.texts())
 
 
 def _as_input(ex):
-    if ex.kind == "pair":
+    if ex.kind == ExampleKind.PAIR:
         return {"text": ex.text, "pair": ex.pair}
-    if ex.kind == "contexts":
+    if ex.kind == ExampleKind.CONTEXTS:
         return {"text": ex.text, "contexts": list(ex.contexts)}
     return ex.text
 

@@ -1,17 +1,17 @@
 """From examples to tensors: encode once (tokens -> ids, labels -> ids), then collate
-batches with padding, lengths and masks; length buckets; trees as level-ordered node
-batches so a tree model composes every node of one height across the batch at once.
+batches with padding, lengths and masks; trees as level-ordered node batches so a tree
+model composes every node of one height across the batch at once (the order of batches:
+loading.py).
 """
 from __future__ import annotations
 
-import math
-import random
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from .errors import BadLines
+from .examples import ExampleKind
 from .text import LabelMap, Tokenizer, Vocab
 
 
@@ -61,13 +61,13 @@ class Batch:
     soft: torch.Tensor | None = None        # [B, C] a teacher's logits (distillation)
 
     @classmethod
-    def of_ids(cls, kind: str, text, lengths, second=None, second_lengths=None) -> "Batch":
+    def of_ids(cls, kind: ExampleKind, text, lengths, second=None, second_lengths=None) -> "Batch":
         """An unlabelled batch of padded token ids, as an exported graph receives them: the text,
         and the pair (``kind`` pair) or the contexts (``kind`` contexts)."""
         batch = cls(index=torch.arange(text.shape[0]), text=text, lengths=lengths)
-        if kind == "pair":
+        if kind == ExampleKind.PAIR:
             batch.pair, batch.pair_lengths = second, second_lengths
-        elif kind == "contexts":
+        elif kind == ExampleKind.CONTEXTS:
             batch.contexts, batch.context_lengths = second, second_lengths
         return batch
 
@@ -155,15 +155,14 @@ class Encoder:
         names = ex.label if isinstance(ex.label, tuple) else (ex.label,)
         unseen = [n for n in names if n not in lm.index]
         if unseen:
-            path, line = split_where(ex.where)
-            bad(path, line, f"label {unseen[0]!r} does not occur in the training data "
-                            f"(known: {', '.join(lm.labels[:10])}{', ...' if len(lm) > 10 else ''})")
+            bad(ex.where.source, ex.where.line,
+                f"label {unseen[0]!r} does not occur in the training data "
+                f"(known: {', '.join(lm.labels[:10])}{', ...' if len(lm) > 10 else ''})")
             return False
         if lm.multilabel:
             return [lm.index[n] for n in names]
         if isinstance(ex.label, tuple):
-            path, line = split_where(ex.where)
-            bad(path, line, "several labels on an example of a single-label task")
+            bad(ex.where.source, ex.where.line, "several labels on an example of a single-label task")
             return False
         return lm.index[ex.label]
 
@@ -175,20 +174,19 @@ class Encoder:
             if label is False:
                 continue
             item = Item(index=i, label=label)
-            kind = ex.kind
-            if kind in ("text", "pair", "contexts"):
+            if ex.kind.is_tree:
+                item.tree, item.truncated = self._tree(ex.tree), ex.truncated
+                if ex.kind == ExampleKind.TREE_PAIR:
+                    item.pair_tree = self._tree(ex.pair)
+            else:
                 item.text, item.truncated = self._ids(ex.text)
-                if kind == "pair":
+                if ex.kind == ExampleKind.PAIR:
                     item.pair, cut = self._ids(ex.pair)
                     item.truncated |= cut
-                elif kind == "contexts":
+                elif ex.kind == ExampleKind.CONTEXTS:
                     enc = [self._ids(c) for c in ex.contexts]
                     item.contexts = [e for e, _ in enc]
                     item.truncated |= any(c for _, c in enc)
-            else:
-                item.tree, item.truncated = self._tree(ex.tree), ex.truncated
-                if kind == "tree_pair":
-                    item.pair_tree = self._tree(ex.pair)
             self.truncated += item.truncated
             items.append(item)
         return items
@@ -197,7 +195,7 @@ class Encoder:
 class StoredItems:
     """Items of rows of a token store, made when a batch asks for them (a corpus larger than
     memory is never a list of items). The store's token ids become the run's through one lookup
-    table; ``index``: the row's position in its split (where its file:line is found)."""
+    table; ``index``: the row's position in its split (where its location is found)."""
 
     def __init__(self, split, vocab: Vocab, labels: LabelMap | None, max_length: int = 0,
                  bad: BadLines | None = None, with_labels: bool = True):
@@ -221,12 +219,12 @@ class StoredItems:
         if not self.multilabel:
             wrong |= st.label_kinds[rows] == 2
         for k in np.flatnonzero(wrong):
-            path, line = split_where(split.where(k))
+            where = split.where(k)
             names = [st.label_names[i] for i in st.example_labels(rows[k])]
             unseen = [n for n in names if n not in labels.index]
-            bad(path, line, f"label {unseen[0]!r} does not occur in the training data (known: "
-                            f"{', '.join(labels.labels[:10])}{', ...' if len(labels) > 10 else ''})" if unseen
-                else "several labels on an example of a single-label task")
+            bad(where.source, where.line, f"label {unseen[0]!r} does not occur in the training data (known: "
+                                          f"{', '.join(labels.labels[:10])}{', ...' if len(labels) > 10 else ''})"
+                if unseen else "several labels on an example of a single-label task")
         return positions[~wrong]
 
     def __len__(self) -> int:
@@ -237,9 +235,9 @@ class StoredItems:
         item = Item(index=int(self.positions[k]), label=self._label(row))
         texts = [self._ids(t) for t in self.store.texts(row)]
         item.text = texts[0][0]
-        if self.kind == "pair":
+        if self.kind == ExampleKind.PAIR:
             item.pair = texts[1][0]
-        elif self.kind == "contexts":
+        elif self.kind == ExampleKind.CONTEXTS:
             item.contexts = [t for t, _ in texts[1:]]
         item.truncated = any(cut for _, cut in texts)
         return item
@@ -261,7 +259,7 @@ class StoredItems:
         """Each item's length as ``Item.length`` counts it (text, plus the pair), after the cut."""
         cut = (lambda n: np.minimum(n, self.max_length)) if self.max_length else (lambda n: n)
         n = cut(self.store.text_lengths(self.rows))
-        return n + cut(self.store.text_lengths(self.rows, 1)) if self.kind == "pair" else n
+        return n + cut(self.store.text_lengths(self.rows, 1)) if self.kind == ExampleKind.PAIR else n
 
     def labels(self) -> list:
         return [self._label(int(r)) for r in self.rows]
@@ -276,27 +274,6 @@ class StoredItems:
             return 0
         lengths, owner = self.store.segment_lengths(self.rows)
         return int(np.unique(owner[lengths > self.max_length]).size)
-
-
-def item_lengths(items) -> list:
-    return items.lengths().tolist() if hasattr(items, "lengths") else [it.length() for it in items]
-
-
-def item_labels(items) -> list:
-    return items.labels() if hasattr(items, "labels") else [it.label for it in items]
-
-
-def item_indices(items) -> list:
-    return items.indices() if hasattr(items, "indices") else [it.index for it in items]
-
-
-def split_where(where: str):
-    """"path:line[#...]" -> (path, line)."""
-    base = where.split("#", 1)[0]
-    path, _, line = base.rpartition(":")
-    if path and line.isdigit():
-        return path, int(line)
-    return (base or "<input>"), None
 
 
 # ------------------------------------------------------------------ collate
@@ -368,97 +345,3 @@ class Collator:
         if first.pair_tree is not None:
             b.pair_tree = _tree_batch([it.pair_tree for it in items])
         return b
-
-
-# ------------------------------------------------------------------ loader
-class BatchLoader:
-    """An iterable of collated batches, one pass per epoch.
-
-    The order of an epoch is a pure function of (seed, epoch): shuffled, then sorted by
-    length inside pools of ``bucket`` batches to cut padding, then the batches shuffled.
-    Under data parallelism each rank takes every ``world``-th batch. ``resume(epoch,
-    done)`` makes the next pass be epoch ``epoch`` starting after ``done`` batches, which
-    is how a run killed mid-epoch continues exactly where it stopped.
-
-    Evaluation batches (not shuffled) also hold at most ``max_tokens`` padded positions: a batch
-    of 2,000-token reviews is cut smaller, so memory (a convolution's unfolded input grows with
-    batch x length x filter width) does not peak with the longest texts of a corpus.
-    """
-
-    def __init__(self, items, batch_size: int, collate: Collator, shuffle: bool = False, bucket: int = 50,
-                 seed: int = 0, rank: int = 0, world: int = 1, max_tokens: int = 32768):
-        self.items, self.batch_size, self.collate, self.max_tokens = items, batch_size, collate, max_tokens
-        self.shuffle, self.bucket, self.seed = shuffle, bucket, seed
-        self.rank, self.world = rank, world
-        self.epoch, self._skip = 0, 0
-        self._lengths, self._evaluation = None, None
-
-    @property
-    def lengths(self) -> list:
-        if self._lengths is None:
-            self._lengths = item_lengths(self.items)
-        return self._lengths
-
-    def set_distributed(self, rank: int, world: int) -> None:
-        self.rank, self.world, self._evaluation = rank, world, None
-
-    def _batches(self, epoch: int) -> list[list[int]]:
-        if not self.shuffle:                 # the same every pass: made once (len() asks for it too)
-            if self._evaluation is None:
-                self._evaluation = self._ordered()
-            return self._evaluation
-        return self._ordered(epoch)
-
-    def _ordered(self, epoch: int = 0) -> list[list[int]]:
-        n, bs, lengths = len(self.items), self.batch_size, self.lengths
-        idx = list(range(n))
-        if self.shuffle:
-            rng = random.Random(self.seed * 1_000_003 + epoch)
-            rng.shuffle(idx)
-            if self.bucket > 1:
-                pool = bs * self.bucket
-                idx = [i for s in range(0, n, pool)
-                       for i in sorted(idx[s:s + pool], key=lengths.__getitem__)]
-            batches = [idx[s:s + bs] for s in range(0, n, bs)]
-            rng.shuffle(batches)
-        else:
-            # evaluation: sorted by length for little padding; order restored by Batch.index
-            idx.sort(key=lengths.__getitem__)
-            batches = self._within_budget(idx)
-        if self.world > 1:
-            per = math.ceil(len(batches) / self.world)
-            batches = batches + batches[: per * self.world - len(batches)]  # equal count on every rank
-            batches = batches[self.rank::self.world]
-        return batches
-
-    def _within_budget(self, idx: list) -> list[list[int]]:
-        """``idx`` (sorted by length) cut into batches of at most ``batch_size`` items and
-        ``max_tokens`` padded positions (a text longer than that is a batch of its own)."""
-        batches, batch, lengths = [], [], self.lengths
-        for i in idx:
-            if batch and (len(batch) == self.batch_size or (len(batch) + 1) * lengths[i] > self.max_tokens):
-                batches.append(batch)
-                batch = []
-            batch.append(i)
-        return batches + [batch] if batch else batches
-
-    def __len__(self) -> int:
-        if not self.shuffle:
-            return len(self._batches(0))
-        return math.ceil(math.ceil(len(self.items) / self.batch_size) / self.world)
-
-    def resume(self, epoch: int, done: int) -> None:
-        self.epoch, self._skip = epoch, done
-
-    def __iter__(self):
-        return self._pass()
-
-    def _pass(self):
-        # one pass per epoch: the epoch number advances when a pass starts (the engine may stop
-        # a pass after its known length without exhausting it)
-        epoch, skip = self.epoch, self._skip
-        self._skip = 0
-        if self.shuffle:
-            self.epoch = epoch + 1
-        for ids in self._batches(epoch)[skip:]:
-            yield self.collate([self.items[i] for i in ids])

@@ -17,7 +17,7 @@ import numpy as np
 from . import readers as R
 from . import tree_readers as T
 from .errors import BadLines, DataError
-from .examples import TextExample
+from .examples import ExampleKind as K, TextExample
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 HOLDOUT_SEED = 0
@@ -26,7 +26,7 @@ HOLDOUT_SEED = 0
 @dataclass
 class DatasetInfo:
     name: str
-    kind: str
+    kind: K
     description: str
     files: dict                       # split -> path relative to the data root
     read: Callable                    # (path, bad) -> examples
@@ -99,57 +99,57 @@ def _add(info: DatasetInfo):
     DATASETS[info.name] = info
 
 
-_add(DatasetInfo("trec-demo", "text", "TREC-6 question types, bundled in the package (offline demo)",
+_add(DatasetInfo("trec-demo", K.TEXT, "TREC-6 question types, bundled in the package (offline demo)",
                  {"train": "trec/train.txt.gz", "test": "trec/test.txt.gz"}, R.read_trec_raw, builtin=True))
-_add(DatasetInfo("mr", "text", "Movie review polarity (Pang & Lee 2005), 10-fold CV",
+_add(DatasetInfo("mr", K.TEXT, "Movie review polarity (Pang & Lee 2005), 10-fold CV",
                  {"train": "mr/rt-polarity.all"}, _kim(MR_NAMES)))
-_add(DatasetInfo("subj", "text", "Subjectivity (Pang & Lee 2004), 10-fold CV",
+_add(DatasetInfo("subj", K.TEXT, "Subjectivity (Pang & Lee 2004), 10-fold CV",
                  {"train": "subj/subj.all"}, _kim(SUBJ_NAMES)))
-_add(DatasetInfo("trec", "text", "TREC question types, 6 coarse classes (Li & Roth 2002)",
+_add(DatasetInfo("trec", K.TEXT, "TREC question types, 6 coarse classes (Li & Roth 2002)",
                  {"train": "trec/raw/TREC.train", "test": "trec/raw/TREC.test"}, R.read_trec_raw))
-_add(DatasetInfo("trec50", "text", "TREC question types, 50 fine classes",
+_add(DatasetInfo("trec50", K.TEXT, "TREC question types, 50 fine classes",
                  {"train": "trec/raw/TREC.train", "test": "trec/raw/TREC.test"},
                  lambda p, bad: R.read_trec_raw(p, bad, fine=True)))
-_add(DatasetInfo("sst1", "text", "SST fine-grained, 5 classes, sentences (Kim's stsa.fine)",
+_add(DatasetInfo("sst1", K.TEXT, "SST fine-grained, 5 classes, sentences (Kim's stsa.fine)",
                  {"train": "sst1/stsa.fine.train", "dev": "sst1/stsa.fine.dev", "test": "sst1/stsa.fine.test"},
                  _kim(SST1_NAMES)))
-_add(DatasetInfo("sst2", "text", "SST binary, sentences (Kim's stsa.binary)",
+_add(DatasetInfo("sst2", K.TEXT, "SST binary, sentences (Kim's stsa.binary)",
                  {"train": "sst2/stsa.binary.train", "dev": "sst2/stsa.binary.dev", "test": "sst2/stsa.binary.test"},
                  _kim(SST2_NAMES)))
-_add(DatasetInfo("sst1-phrases", "text", "SST-1 trained on every labelled phrase of the train trees",
+_add(DatasetInfo("sst1-phrases", K.TEXT, "SST-1 trained on every labelled phrase of the train trees",
                  {"dev": "sst1/stsa.fine.dev", "test": "sst1/stsa.fine.test"}, _kim(SST1_NAMES),
                  derive={"train": _sst_phrases(False)}))
-_add(DatasetInfo("sst2-phrases", "text", "SST-2 trained on every non-neutral phrase of the train trees",
+_add(DatasetInfo("sst2-phrases", K.TEXT, "SST-2 trained on every non-neutral phrase of the train trees",
                  {"dev": "sst2/stsa.binary.dev", "test": "sst2/stsa.binary.test"}, _kim(SST2_NAMES),
                  derive={"train": _sst_phrases(True)}))
-_add(DatasetInfo("sst1-trees", "tree", "SST-1 trees, every node labelled",
+_add(DatasetInfo("sst1-trees", K.TREE, "SST-1 trees, every node labelled",
                  {"train": "sst_ptb/train.txt", "dev": "sst_ptb/dev.txt", "test": "sst_ptb/test.txt"}, _sst_trees(False)))
-_add(DatasetInfo("sst2-trees", "tree", "SST-2 trees, neutral nodes unlabelled, neutral sentences dropped",
+_add(DatasetInfo("sst2-trees", K.TREE, "SST-2 trees, neutral nodes unlabelled, neutral sentences dropped",
                  {"train": "sst_ptb/train.txt", "dev": "sst_ptb/dev.txt", "test": "sst_ptb/test.txt"}, _sst_trees(True)))
-_add(DatasetInfo("sick", "pair", "SICK entailment, 3 classes (SemEval-2014 split)",
+_add(DatasetInfo("sick", K.PAIR, "SICK entailment, 3 classes (SemEval-2014 split)",
                  {"train": "sick/SICK_train.txt", "dev": "sick/SICK_trial.txt", "test": "sick/SICK_test_annotated.txt"},
                  R.read_sick))
-_add(DatasetInfo("sick-trees", "tree_pair", "SICK entailment over Stanford-parser constituency trees",
+_add(DatasetInfo("sick-trees", K.TREE_PAIR, "SICK entailment over Stanford-parser constituency trees",
                  {"train": "sick/parsed/train/id.txt", "dev": "sick/parsed/dev/id.txt", "test": "sick/parsed/test/id.txt"},
                  None, derive={"train": _sick_trees("train", "SICK_train.txt"),
                                "dev": _sick_trees("dev", "SICK_trial.txt"),
                                "test": _sick_trees("test", "SICK_test_annotated.txt")}))
-_add(DatasetInfo("ag_news", "text", "AG News topics, 4 classes (Zhang et al. 2015)",
+_add(DatasetInfo("ag_news", K.TEXT, "AG News topics, 4 classes (Zhang et al. 2015)",
                  {"train": "ag_news/train.csv", "test": "ag_news/test.csv"}, R.read_zhang_csv))
-_add(DatasetInfo("imdb", "text", "IMDB movie reviews, long documents (Maas et al. 2011)",
+_add(DatasetInfo("imdb", K.TEXT, "IMDB movie reviews, long documents (Maas et al. 2011)",
                  {"train": "imdb/train.jsonl.gz", "test": "imdb/test.jsonl.gz"}, R.read_jsonl))
-_add(DatasetInfo("20news", "text", "20 Newsgroups bydate, 20 classes, long documents",
+_add(DatasetInfo("20news", K.TEXT, "20 Newsgroups bydate, 20 classes, long documents",
                  {"train": "20news/train.jsonl.gz", "test": "20news/test.jsonl.gz"},
                  lambda p, bad: R.read_jsonl(p, bad, label_col="newsgroup")))
-_add(DatasetInfo("20news-hier", "text", "20 Newsgroups, multi-label: group + its shared prefixes",
+_add(DatasetInfo("20news-hier", K.TEXT, "20 Newsgroups, multi-label: group + its shared prefixes",
                  {"train": "20news/train.jsonl.gz", "test": "20news/test.jsonl.gz"}, _news_hier, multilabel=True))
-_add(DatasetInfo("snli", "pair", "SNLI 1.0 (gold label '-' skipped)",
+_add(DatasetInfo("snli", K.PAIR, "SNLI 1.0 (gold label '-' skipped)",
                  {"train": "snli/snli_1.0_train.jsonl", "dev": "snli/snli_1.0_dev.jsonl", "test": "snli/snli_1.0_test.jsonl"},
                  R.read_nli_jsonl))
-_add(DatasetInfo("multinli", "pair", "MultiNLI 1.0 (dev_matched as test)",
+_add(DatasetInfo("multinli", K.PAIR, "MultiNLI 1.0 (dev_matched as test)",
                  {"train": "multinli/multinli_1.0_train.jsonl", "dev": "multinli/multinli_1.0_dev_mismatched.jsonl",
                   "test": "multinli/multinli_1.0_dev_matched.jsonl"}, R.read_nli_jsonl))
-_add(DatasetInfo("scitail", "pair", "SciTail (SNLI-format JSONL)",
+_add(DatasetInfo("scitail", K.PAIR, "SciTail (SNLI-format JSONL)",
                  {"train": "scitail/snli_format/scitail_1.0_train.txt", "dev": "scitail/snli_format/scitail_1.0_dev.txt",
                   "test": "scitail/snli_format/scitail_1.0_test.txt"}, R.read_nli_jsonl))
 
@@ -189,7 +189,7 @@ class Splits:
     dev: list
     test: list | None
     name: str
-    kind: str
+    kind: K
     multilabel: bool
     bad: BadLines
     dev_from_train: bool = False

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import BadLines, DataError
+from .examples import Location
 
 
 def raw_lines(path) -> Iterator[bytes]:
@@ -72,5 +73,6 @@ def read_text(path, encoding: str = "utf-8", bad: BadLines | None = None) -> str
     return "".join(text_lines(path, encoding, bad))
 
 
-def location(path, lineno):
-    return f"{path}:{lineno}"
+def location(path, lineno: int, pair_id: str | None = None) -> Location:
+    """The Location of line ``lineno`` of the file at ``path`` (a str or a Path)."""
+    return Location(str(path), lineno, pair_id)

@@ -321,7 +321,7 @@ def read_sick(path, bad: BadLines | None = None, encoding: str = "utf-8"):
         if not f[a].strip() or not f[b].strip():
             bad(path, i, "empty sentence")
             continue
-        where = location(path, i) + (f"#pair_ID={f[pid]}" if pid is not None else "")
+        where = location(path, i, f[pid] if pid is not None else None)
         yield PairExample(f[b].strip(), f[a].strip(), f[lab].strip(), where)
 
 

@@ -36,9 +36,9 @@ from typing import Callable
 
 import numpy as np
 
-from .batching import split_where
 from .cache import cache_root
 from .errors import BadLines, DataError
+from .examples import ExampleKind, Location
 from .readers import ReadOptions, file_format
 from .text import Tokenizer, TokenizerConfig
 
@@ -69,8 +69,8 @@ class TokenStore:
         self._strings = None
 
     @property
-    def kind(self) -> str:
-        return self.meta["kind"]
+    def kind(self) -> ExampleKind:
+        return ExampleKind(self.meta["kind"])
 
     @property
     def source(self) -> str:
@@ -89,8 +89,8 @@ class TokenStore:
     def __len__(self) -> int:
         return len(self.lines)
 
-    def where(self, row: int) -> str:
-        return f"{self.source}:{int(self.lines[row])}"
+    def where(self, row: int) -> Location:
+        return Location(self.source, int(self.lines[row]))
 
     def texts(self, row: int) -> list:
         """The token ids (the store's) of each text of example ``row``: text, then pair or contexts."""
@@ -318,11 +318,7 @@ class _Builder:
         for ex in chunk:
             if self.kind is None:
                 self.kind = ex.kind
-            texts.append(ex.text)
-            if ex.kind == "pair":
-                texts.append(ex.pair)
-            elif ex.kind == "contexts":
-                texts.extend(ex.contexts)
+            texts.extend(ex.texts())
         return texts
 
     def _write(self, chunk: list, encoded: tuple, out, bar) -> None:
@@ -361,7 +357,7 @@ class _Builder:
         st = self.path.stat()
         meta = {"version": VERSION, "source": str(self.path), "size": st.st_size, "content": content_hash(self.path),
                 "format": self.fmt.name, "encoding": self.encoding, "options": asdict(self.options),
-                "tokenizer": self.tokenizer, "kind": self.kind or "text", "examples": len(p["label_kinds"]),
+                "tokenizer": self.tokenizer, "kind": self.kind or ExampleKind.TEXT, "examples": len(p["label_kinds"]),
                 "tokens": int(sum(int(s.sum()) for s in p["segments"])),
                 "label_names": list(self.label_index), "bad_lines": recorded.problems,
                 "filtered": recorded.filtered}
@@ -395,11 +391,11 @@ def _add_counts(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _texts_of(ex) -> int:
-    return 1 + (ex.kind == "pair") + (len(ex.contexts) if ex.kind == "contexts" else 0)
+    return len(ex.texts())
 
 
 def _line_of(ex) -> int:
-    return split_where(ex.where)[1] or 0
+    return ex.where.line or 0
 
 
 def _chunks(examples):
@@ -430,7 +426,7 @@ class StoredSplit:
         self.rows = np.arange(len(store), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> ExampleKind:
         return self.store.kind
 
     def __len__(self) -> int:
@@ -442,7 +438,7 @@ class StoredSplit:
     def subset(self, positions) -> "StoredSplit":
         return StoredSplit(self.store, self.rows[np.asarray(positions, dtype=np.int64)])
 
-    def where(self, k: int) -> str:
+    def where(self, k: int) -> Location:
         return self.store.where(self.rows[k])
 
     def label_keys(self) -> list:

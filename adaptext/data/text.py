@@ -5,6 +5,8 @@ import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 
+from .examples import ExampleKind
+
 PAD, UNK = "<pad>", "<unk>"
 
 # PTB-like: clitics split off ("does n't", "it 's"), hyphen/dot compounds kept, punctuation alone
@@ -155,7 +157,7 @@ class LabelMap:
                 seen.update(ex.label)
             elif ex.label is not None:
                 seen.add(ex.label)
-            if ex.kind == "tree":         # phrase-level supervision: node labels are classes too
+            if ex.kind == ExampleKind.TREE:     # phrase-level supervision: node labels are classes too
                 seen.update(l for l in ex.tree.labels if l is not None)
         return cls.of_names(seen, multi)
 

@@ -103,7 +103,7 @@ def read_sick_trees(folder, sick_pairs, sick_file, bad: BadLines | None = None):
     (hypothesis tree first, premise tree as its pair)."""
     bad = bad or BadLines()
     folder = Path(folder)
-    labels = {ex.where.split("#pair_ID=")[-1]: ex for ex in sick_pairs}
+    labels = {ex.where.pair_id: ex for ex in sick_pairs}
     ids = [l.strip() for _, l in iter_lines(folder / "id.txt", "utf-8")]
     cols = {}
     for name in ("a.toks", "a.cparents", "b.toks", "b.cparents"):

@@ -62,7 +62,10 @@ class Tree:
         return f"({name} {self.to_ptb(self.left[i], show)} {self.to_ptb(self.right[i], show)})"
 
 
-class _Builder:
+class TreeBuilder:
+    """A tree made node by node, in any order that adds a node's children before it: ``add``
+    returns the new node's index, ``build`` the ``Tree`` in post-order (its root last)."""
+
     def __init__(self):
         self.left, self.right, self.words, self.tags, self.labels = [], [], [], [], []
 
@@ -72,7 +75,8 @@ class _Builder:
         return len(self.left) - 1
 
     def build(self) -> Tree:
-        return Tree(tuple(self.left), tuple(self.right), tuple(self.words), tuple(self.tags), tuple(self.labels))
+        return _postorder(Tree(tuple(self.left), tuple(self.right), tuple(self.words), tuple(self.tags),
+                               tuple(self.labels)))
 
 
 # ---------------------------------------------------------------- PTB brackets
@@ -184,7 +188,7 @@ def tree_from_brackets(s: str, labels_are: str = "labels", clean: bool = False) 
         nested = _clean_ptb(nested)
         if nested is None:
             raise ValueError("the tree is empty after removing -NONE- elements")
-    b = _Builder()
+    b = TreeBuilder()
 
     def put(name, index, **kw):
         if labels_are == "labels":
@@ -215,7 +219,7 @@ def tree_from_brackets(s: str, labels_are: str = "labels", clean: bool = False) 
 
     b.is_leaf_tag = lambda i: b.left[i] < 0   # leaves keep their POS tag through unary chains
     walk(nested)
-    return _postorder(b.build())
+    return b.build()
 
 
 def _postorder(t: Tree) -> Tree:
@@ -280,7 +284,7 @@ def tree_from_parents(tokens: list[str], parents: list[int]) -> Tree:
             first[j] = min(first[j], tok)
     for k in kids:
         k.sort(key=first.__getitem__)
-    b = _Builder()
+    b = TreeBuilder()
     seen = set()
 
     def walk(i):
@@ -300,7 +304,7 @@ def tree_from_parents(tokens: list[str], parents: list[int]) -> Tree:
         return right
 
     walk(root)
-    t = _postorder(b.build())
+    t = b.build()
     if len(t.leaves()) != len(tokens):
         raise ValueError("parent pointers do not reach every token")
     return t
@@ -310,9 +314,9 @@ def leaf_tree(tokens: list[str]) -> Tree:
     """A right-branching tree over tokens (for texts that come without a parse)."""
     if not tokens:
         raise ValueError("cannot build a tree over no tokens")
-    b = _Builder()
+    b = TreeBuilder()
     leaves = [b.add(word=w) for w in tokens]
     right = leaves[-1]
     for j in range(len(leaves) - 2, -1, -1):
         right = b.add(left=leaves[j], right=right)
-    return _postorder(b.build())
+    return b.build()

@@ -21,6 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..data.errors import UsageError
+from ..data.examples import ExampleKind
 
 
 def _ticks(ax, axis: str, tokens: list[str]) -> None:
@@ -111,9 +112,9 @@ def attention_figures(model, batch, tokens_text, tokens_context) -> dict[str, Fi
     nested = bool(tokens_context) and isinstance(tokens_context[0], (list, tuple))
     figures: dict[str, Figure] = {}
     mode = info["mode"]
-    if mode == "text":
+    if mode == ExampleKind.TEXT:
         figures["attention.png"] = _heatmap(attn[:n, :n], text, text, "intra-context attention (context = the text)")
-    elif mode == "pair":
+    elif mode == ExampleKind.PAIR:
         m = int(batch.pair_lengths[0])
         ctx = _check("context", tokens_context if tokens_context is not None else [], m)
         figures["attention.png"] = _heatmap(attn[:n, :m], text, ctx, "attention of the text over its context")
@@ -147,14 +148,14 @@ def explain_run(clf, run_dir, text: str, contexts: list, out_dir) -> list[Path]:
     for name, t in [("--text", text)] + [(f"--context {k}", c) for k, c in enumerate(contexts, 1)]:
         if not clf.tokens(t):
             raise DataError("<input>", None, f"{name} is empty after tokenisation: nothing to attend from or to")
-    if clf.kind == "text":
+    if clf.kind == ExampleKind.TEXT:
         if contexts:
             raise DataError(run, None, "this model reads single texts and attends within the text: "
                                        "drop --context (a pair or contexts run attends to a context)")
         inputs, ctx_tokens = [text], None
     elif not contexts:
         raise DataError(run, None, f"this {clf.kind} model needs --context")
-    elif clf.kind == "pair":
+    elif clf.kind == ExampleKind.PAIR:
         if len(contexts) > 1:
             raise DataError(run, None, f"a pair model reads one --context, not {len(contexts)} "
                                        "(several contexts need a model trained on texts with contexts)")

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..data.errors import UsageError
+from ..data.examples import ExampleKind
 
 
 def _encode(model, tree_batch) -> dict:
@@ -148,11 +149,11 @@ def explain_run(clf, run_dir, out_dir, tree: str, dim: int = 0, data=None, split
     ``tree``: a bracketed parse, or (``bracketed`` false) a plain text the run parses."""
     import json
 
-    from ..data.batching import BatchLoader
+    from ..data.loading import batch_loader
     from ..data.errors import DataError
     from ..runs.evaluate import run_examples
     from ..runs.pipeline import tag
-    if clf.kind not in ("tree", "tree_pair"):
+    if not clf.kind.is_tree:
         raise DataError(run_dir, None, f"{clf.config.model} is not a tree model")
     if data and not clf.entry.needs_tags:
         raise UsageError(f"--data dumps the node types behind each z_u dimension; {clf.config.model} "
@@ -160,14 +161,14 @@ def explain_run(clf, run_dir, out_dir, tree: str, dim: int = 0, data=None, split
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     key, pair_key = ("tree", "pair_tree") if bracketed else ("text", "pair")
-    (example,) = clf.as_examples([{key: tree} if clf.kind == "tree" else {key: tree, pair_key: tree}])
+    (example,) = clf.as_examples([{key: tree} if clf.kind == ExampleKind.TREE else {key: tree, pair_key: tree}])
     batch = clf.collate(clf.encoder.encode([example], with_labels=False))
     draw_tree(clf.model, batch, example.tree, out / "tree.png", dim, label_names=clf.labels.labels)
     paths = [out / "tree.png"]
     if data:
         examples, _ = run_examples(clf, run_dir, split, data)
         items = clf.encoder.encode(tag(examples, clf.config), with_labels=False)
-        found = top_node_types(clf.model, BatchLoader(items, 64, clf.collate), top,
+        found = top_node_types(clf.model, batch_loader(items, 64, clf.collate), top,
                                tag_names=clf.encoder.tag_vocab.itos if clf.encoder.tag_vocab else None)
         (out / "node_types.json").write_text(json.dumps(found, indent=2))
         paths.append(out / "node_types.json")

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from ..data.batching import length_mask
+from ..data.examples import ExampleKind
 from ..nn.attentive import MATCHINGS, VARIANTS, AttentiveConv1d
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead, masked_max_pool
@@ -53,6 +54,21 @@ class AttConvConfig(Options):
     width: int = 3                       # filter width
     att_dim: int = 300                   # additive matching only: size of v
     dropout: float = 0.0                 # before the logistic regression (none in the released code)
+
+
+def batch_kind(batch) -> ExampleKind:
+    """The kind of examples a batch of plain texts was collated from."""
+    return (ExampleKind.CONTEXTS if batch.contexts is not None else ExampleKind.PAIR if batch.pair is not None
+            else ExampleKind.TEXT)
+
+
+def check_kind(model, batch) -> ExampleKind:
+    """The batch's kind, which must be the one ``model`` was built for."""
+    have = batch_kind(batch)
+    if have != model.kind:
+        raise ValueError(f"this {type(model).__name__} model was built for {model.kind} examples, "
+                         f"the batch has {have}")
+    return have
 
 
 def pair_features(rx: torch.Tensor, ry: torch.Tensor) -> torch.Tensor:
@@ -76,7 +92,7 @@ def join_contexts(contexts: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.
     return ids.masked_fill(pos[None, :] >= total[:, None], 0), total
 
 
-@register_model("attconv", config=AttConvConfig, inputs=("text", "pair", "contexts"),
+@register_model("attconv", config=AttConvConfig, inputs=(ExampleKind.TEXT, ExampleKind.PAIR, ExampleKind.CONTEXTS),
                 paper="Yin & Schütze 2018",
                 description="attentive convolution (light / advanced), intra-, extra- and multi-context",
                 train_defaults={"optimizer": "adagrad", "lr": 0.01, "batch_size": 50},
@@ -91,7 +107,7 @@ class AttConv(TextClassifier):
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.attconv = AttentiveConv1d(self.embedding.out_dim, cfg.hidden, cfg.width, cfg.matching,
                                        cfg.variant, cfg.att_dim)
-        feat = cfg.hidden if spec.kind == "text" else 3 * cfg.hidden
+        feat = cfg.hidden if spec.kind == ExampleKind.TEXT else 3 * cfg.hidden
         self.head = ClassifierHead(feat, spec.num_classes, cfg.dropout)
 
     # ------------------------------------------------------------ one text with one context
@@ -117,18 +133,13 @@ class AttConv(TextClassifier):
         return rx, ry
 
     # ------------------------------------------------------------ the three modes
-    def _check(self, batch) -> None:
-        have = "contexts" if batch.contexts is not None else "pair" if batch.pair is not None else "text"
-        if have != self.kind:
-            raise ValueError(f"this attconv model was built for {self.kind} examples, the batch has {have}")
-
     def features(self, batch, keep: dict | None = None) -> torch.Tensor:
-        self._check(batch)
+        check_kind(self, batch)
         x_mask = batch.mask                                                   # [B, T]
         sx, bx = self._roles(batch.text, x_mask)                              # [B, T, F], [B, T, D]
-        if self.kind == "text":                                               # intra-context
+        if self.kind == ExampleKind.TEXT:                                     # intra-context
             return self._read(sx, bx, x_mask, sx, x_mask, keep)
-        if self.kind == "pair":                                               # extra-context
+        if self.kind == ExampleKind.PAIR:                                     # extra-context
             y_mask = batch.pair_mask
             sy, by = self._roles(batch.pair, y_mask)
             return pair_features(*self._both(sx, bx, x_mask, sy, by, y_mask, keep))
@@ -169,5 +180,5 @@ class AttConv(TextClassifier):
         ``context_ids`` / ``context_lengths``."""
         keep: dict = {}
         keep["logits"] = self.head(self.features(batch, keep))
-        keep["mode"] = self.kind if self.kind != "contexts" else self.cfg.multi_context
+        keep["mode"] = self.kind if self.kind != ExampleKind.CONTEXTS else self.cfg.multi_context
         return keep

@@ -26,28 +26,17 @@ import torch
 from torch import nn
 
 from ..data.batching import length_mask
+from ..data.examples import ExampleKind
 from ..nn.attentive import MATCHINGS, Matching, masked_softmax
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead, masked_max_pool
 from ..registry import Options, TextClassifier, choice, register_model
-from .attconv import join_contexts, pair_features
+from .attconv import check_kind, join_contexts, pair_features
 
 TRAIN = {"optimizer": "adagrad", "lr": 0.01, "batch_size": 50}
 TINY = {"embed_dim": 8, "hidden": 6}
-ABLATION = {"inputs": ("pair", "contexts", "text"), "paper": "Yin & Schütze 2018 (ablation)",
-            "train_defaults": TRAIN, "test_config": TINY}
-
-
-def batch_kind(batch) -> str:
-    return "contexts" if batch.contexts is not None else "pair" if batch.pair is not None else "text"
-
-
-def check_kind(model, batch) -> str:
-    have = batch_kind(batch)
-    if have != model.kind:
-        raise ValueError(f"this {type(model).__name__} model was built for {model.kind} examples, "
-                         f"the batch has {have}")
-    return have
+ABLATION = {"inputs": (ExampleKind.PAIR, ExampleKind.CONTEXTS, ExampleKind.TEXT),
+            "paper": "Yin & Schütze 2018 (ablation)", "train_defaults": TRAIN, "test_config": TINY}
 
 
 def joined_context(embedding, batch):
@@ -84,7 +73,7 @@ class SiameseCNN(TextClassifier):
         super().__init__(cfg, spec)
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.conv = nn.Conv1d(self.embedding.out_dim, cfg.hidden, cfg.width, padding=cfg.width // 2)
-        feat = cfg.hidden if spec.kind == "text" else 3 * cfg.hidden
+        feat = cfg.hidden if spec.kind == ExampleKind.TEXT else 3 * cfg.hidden
         self.head = ClassifierHead(feat, spec.num_classes, cfg.dropout)
 
     def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -93,9 +82,9 @@ class SiameseCNN(TextClassifier):
     def forward(self, batch) -> torch.Tensor:
         kind = check_kind(self, batch)
         rx = self.encode(batch.text, batch.mask)
-        if kind == "text":
+        if kind == ExampleKind.TEXT:
             return self.head(rx)
-        if kind == "pair":
+        if kind == ExampleKind.PAIR:
             ry = self.encode(batch.pair, batch.pair_mask)
         else:                               # max over every position of every context
             b, k, t3 = batch.contexts.shape
@@ -130,7 +119,7 @@ class AttentionNoConv(TextClassifier):
         d = self.embedding.out_dim
         self.match = Matching(cfg.matching, d, d, cfg.att_dim)
         self.fc = nn.ModuleList(nn.Linear(d if i == 0 else cfg.hidden, cfg.hidden) for i in range(cfg.layers))
-        feat = cfg.hidden if spec.kind == "text" else 3 * cfg.hidden
+        feat = cfg.hidden if spec.kind == ExampleKind.TEXT else 3 * cfg.hidden
         self.head = ClassifierHead(feat, spec.num_classes, cfg.dropout)
 
     def encode(self, x, x_mask, y, y_mask) -> torch.Tensor:
@@ -146,7 +135,7 @@ class AttentionNoConv(TextClassifier):
     def forward(self, batch) -> torch.Tensor:
         kind = check_kind(self, batch)
         x, x_mask = self.embedding(batch.text), batch.mask
-        if kind == "text":
+        if kind == ExampleKind.TEXT:
             return self.head(self.encode(x, x_mask, x, x_mask))                               # intra-context
         y, y_mask = joined_context(self.embedding, batch)
         return self.head(pair_features(self.encode(x, x_mask, y, y_mask), self.encode(y, y_mask, x, x_mask)))
@@ -158,7 +147,7 @@ class AttentivePoolingConfig(SiameseCNNConfig):
     pass
 
 
-@register_model("attentive_pooling", config=AttentivePoolingConfig, inputs=("pair", "contexts"),
+@register_model("attentive_pooling", config=AttentivePoolingConfig, inputs=(ExampleKind.PAIR, ExampleKind.CONTEXTS),
                 paper="dos Santos et al. 2016; Yin et al. 2016 (baseline in Yin & Schütze 2018)",
                 description="attentive pooling (APCNN / ABCNN): cross-text matching weights the mean pooling",
                 train_defaults=TRAIN, test_config=TINY)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import pretrained
+from ..data.examples import ExampleKind
 from ..nn.head import ClassifierHead, masked_mean_pool
 from ..registry import Options, TextClassifier, choice, register_model
 
@@ -33,8 +34,8 @@ class TransformerConfig(Options):
     dropout: float = 0.1
 
 
-@register_model("transformer", config=TransformerConfig, inputs=("text", "pair"), tokenizer="subword",
-                paper="Devlin et al. 2019; MiniLM (Wang et al. 2020)",
+@register_model("transformer", config=TransformerConfig, inputs=(ExampleKind.TEXT, ExampleKind.PAIR),
+                tokenizer="subword", paper="Devlin et al. 2019; MiniLM (Wang et al. 2020)",
                 description="a pretrained transformer encoder, fine-tuned (the distillation teacher)",
                 train_defaults={"optimizer": "adam", "lr": 3e-5, "batch_size": 32, "epochs": 3, "patience": 2,
                                 "max_length": 128},

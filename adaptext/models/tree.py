@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..data.examples import ExampleKind
 from ..nn.embedding import WordEmbedding
 from ..nn.head import ClassifierHead
 from ..nn.tree import FUSIONS, Dropout, TreeEncoder
@@ -79,7 +80,7 @@ class TreeModel(TextClassifier):
 
     def __init__(self, cfg, spec):
         super().__init__(cfg, spec)
-        self.pair = spec.kind == "tree_pair"
+        self.pair = spec.kind == ExampleKind.TREE_PAIR
         self.embedding = WordEmbedding(spec, cfg.embed_dim)
         self.drop = Dropout(cfg.dropout)
         kw = {}
@@ -124,7 +125,7 @@ class TreeModel(TextClassifier):
         return self.head(h[tree.roots])                              # [B, C]
 
 
-_INPUTS = ("tree", "tree_pair")
+_INPUTS = (ExampleKind.TREE, ExampleKind.TREE_PAIR)
 
 
 @register_model("recnn", config=RecNNConfig, inputs=_INPUTS, paper="Socher et al. 2011/2013; Shen et al. 2019 Eq. 6",

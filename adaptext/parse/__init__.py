@@ -16,7 +16,7 @@ import numpy as np
 
 from ..data.cache import cache_root, written_atomically
 from ..data.errors import MissingResource, UsageError
-from ..data.trees import Tree, _Builder, _postorder, leaf_tree
+from ..data.trees import Tree, TreeBuilder, leaf_tree
 
 PARSERS = ("bracketer", "right-branching", "left-branching")
 DEFAULT = "bracketer"
@@ -26,11 +26,11 @@ SHIPPED = Path(__file__).resolve().parent.parent / "resources" / "parser"
 
 
 def left_tree(tokens: list[str]) -> Tree:
-    b = _Builder()
+    b = TreeBuilder()
     node = b.add(word=tokens[0])
     for w in tokens[1:]:
         node = b.add(left=node, right=b.add(word=w))
-    return _postorder(b.build())
+    return b.build()
 
 
 @lru_cache(maxsize=None)
@@ -67,7 +67,7 @@ def pieces(tokens: list[str]) -> list[list[str]]:
 
 def join_right(trees: list[Tree]) -> Tree:
     """Trees of consecutive pieces under right-branching nodes: (t1 (t2 (t3 ...)))."""
-    b = _Builder()
+    b = TreeBuilder()
     roots = []
     for t in trees:
         base = len(b.left)
@@ -77,7 +77,7 @@ def join_right(trees: list[Tree]) -> Tree:
     node = roots[-1]
     for r in reversed(roots[:-1]):
         node = b.add(left=r, right=node)
-    return _postorder(b.build())
+    return b.build()
 
 
 def _parse_batch(name: str, sentences: list[list[str]]) -> list[Tree]:
@@ -138,18 +138,13 @@ def _load(path: Path, token_lists) -> list[Tree]:
 
 
 # ------------------------------------------------------------------ examples
-def tree_kind(kind: str) -> str:
-    """The tree kind a parsed example of ``kind`` becomes (text -> tree, pair -> tree_pair)."""
-    return {"text": "tree", "pair": "tree_pair"}.get(kind, kind)
-
-
 def parsed_examples(examples: list, tokens, max_length: int, name: str = DEFAULT) -> list:
     """Text examples as tree examples and pairs as tree pairs, labels kept, every text tokenised
     as the run tokenises (cut at ``max_length``, 0: never) and parsed in one batch."""
     from ..data.examples import PairExample, TreeExample, TreePairExample
     texts, cut = [], []
     for ex in examples:
-        for s in ((ex.text, ex.pair) if isinstance(ex, PairExample) else (ex.text,)):
+        for s in ex.texts():
             toks = tokens(s)
             cut.append(bool(max_length) and len(toks) > max_length)
             texts.append(toks[:max_length] if max_length else toks)

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from ..data.errors import UsageError
-from ..data.trees import Tree, _Builder, _postorder
+from ..data.trees import Tree, TreeBuilder
 
 SUFFIX_BUCKETS = 4096
 CHAR_BUCKETS, CHAR_EMBED, MAX_CHARS = 512, 16, 24
@@ -139,7 +139,7 @@ def cky(scores: np.ndarray, lengths) -> np.ndarray:
 def tree_from_splits(tokens: list[str], split: np.ndarray) -> Tree:
     """The binary tree over ``tokens`` that ``split`` describes (built without recursion, so
     any depth works)."""
-    b = _Builder()
+    b = TreeBuilder()
     node = {}
     stack = [(0, len(tokens), False)]
     while stack:
@@ -152,7 +152,7 @@ def tree_from_splits(tokens: list[str], split: np.ndarray) -> Tree:
         else:
             k = int(split[i, j])
             stack += [(i, j, True), (k, j, False), (i, k, False)]
-    return _postorder(b.build())
+    return b.build()
 
 
 def parse_batched(scores, sentences: list[list[str]], max_positions: int = 200_000) -> list[Tree]:

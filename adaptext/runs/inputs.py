@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from ..data.errors import DataError
-from ..data.examples import ContextsExample, PairExample, TextExample, TreeExample, TreePairExample
+from ..data.examples import (ContextsExample, ExampleKind, Location, PairExample, TextExample, TreeExample,
+                              TreePairExample)
 from ..data.readers import COLUMNS, file_format, read_table
 from ..data.trees import tree_from_brackets
 from .config import RunConfig
@@ -29,7 +30,7 @@ class InputReader:
     options (its column names, its parser); ``tokens`` and ``max_length``: how the run tokenises
     and cuts a text (a plain text given to a tree model is parsed with the run's ``--parser``)."""
 
-    def __init__(self, kind: str, config: RunConfig, tokens, max_length: int):
+    def __init__(self, kind: ExampleKind, config: RunConfig, tokens, max_length: int):
         self.kind, self.config, self.tokens, self.max_length = kind, config, tokens, max_length
 
     def examples(self, inputs, source: str = "<input>", start: int = 0) -> list:
@@ -40,47 +41,46 @@ class InputReader:
                 out.append(x)
                 continue
             try:
-                out.append(self.example(x, f"{source}:{k + 1}"))
+                out.append(self.example(x, Location(source, k + 1)))
             except ValueError as e:                           # a tree that does not parse, a wrong type
                 raise DataError(source, k + 1, str(e)) from None
         return self._parsed(out)
 
     def _parsed(self, examples: list) -> list:
         """Plain texts of tree inputs (held as token lists until now) parsed in one batch."""
-        texts = [t for ex in examples if ex.kind in ("tree", "tree_pair")
-                 for t in ((ex.tree, ex.pair) if ex.kind == "tree_pair" else (ex.tree,)) if isinstance(t, list)]
+        texts = [t for ex in examples if ex.kind.is_tree for t in ex.trees() if isinstance(t, list)]
         if not texts:
             return examples
         from ..parse import DEFAULT, parse_token_lists
         trees = dict(zip(map(id, texts), parse_token_lists(texts, self.config.parser or DEFAULT)))
         fill = lambda t: trees[id(t)] if isinstance(t, list) else t
-        return [ex if ex.kind not in ("tree", "tree_pair") else
-                dataclasses.replace(ex, tree=fill(ex.tree)) if ex.kind == "tree" else
+        return [ex if not ex.kind.is_tree else
+                dataclasses.replace(ex, tree=fill(ex.tree)) if ex.kind == ExampleKind.TREE else
                 dataclasses.replace(ex, tree=fill(ex.tree), pair=fill(ex.pair)) for ex in examples]
 
-    def example(self, x, where: str):
+    def example(self, x, where: Location):
         if isinstance(x, str):
-            if self.kind == "tree":                       # a string is a plain text, whatever it starts with
+            if self.kind == ExampleKind.TREE:             # a string is a plain text, whatever it starts with
                 return self._tree_example(x, where, bracketed=False)
-            if self.kind != "text":
+            if self.kind != ExampleKind.TEXT:
                 raise ValueError(f"this model reads {self.kind} input; give a JSON object, not a string")
             return TextExample(x, None, where)
         if not isinstance(x, dict):
             raise ValueError(f"cannot read a {type(x).__name__} as input")
         x = self._renamed(x)
-        if self.kind == "pair":
+        if self.kind == ExampleKind.PAIR:
             if "pair" not in x and "context" not in x:
                 raise ValueError('a pair model needs {"text": ..., "pair": ...}' + self._fields_hint())
             return PairExample(_text(x, "text"), _text(x, "pair" if "pair" in x else "context"), None, where)
-        if self.kind == "contexts":
+        if self.kind == ExampleKind.CONTEXTS:
             ctx = x.get("contexts")
             ctx = [ctx] if isinstance(ctx, str) else ctx
             if not isinstance(ctx, list) or not ctx or not all(isinstance(c, str) and c.strip() for c in ctx):
                 raise ValueError('"contexts" must be a non-empty list of non-empty texts')
             return ContextsExample(_text(x, "text"), tuple(ctx), None, where)
-        if self.kind == "tree":                           # "tree": a bracketed parse; "text": a plain text
+        if self.kind == ExampleKind.TREE:                 # "tree": a bracketed parse; "text": a plain text
             return self._tree_example(_text(x, "tree" if "tree" in x else "text"), where, "tree" in x)
-        if self.kind == "tree_pair":
+        if self.kind == ExampleKind.TREE_PAIR:
             (tree, cut), (pair, pair_cut) = (self._tree(_text(x, "tree" if "tree" in x else "text"), "tree" in x),
                                              self._tree(_text(x, "pair_tree" if "pair_tree" in x else "pair"),
                                                         "pair_tree" in x))
@@ -97,7 +97,7 @@ class InputReader:
         cols = [getattr(self.config, c) for c, role in ROLES if getattr(self.config, c) not in (None, role)]
         return f" (or the run's fields: {', '.join(repr(c) for c in cols)})" if cols else ""
 
-    def _tree_example(self, s: str, where: str, bracketed: bool) -> TreeExample:
+    def _tree_example(self, s: str, where: Location, bracketed: bool) -> TreeExample:
         tree, cut = self._tree(s, bracketed)
         return TreeExample(tree, where=where, truncated=cut)
 
@@ -140,14 +140,14 @@ class InputReader:
         else:                                             # a text stream (sys.stdin replaced)
             lines = enumerate((l.rstrip("\r\n") for l in sys.stdin), 1)
         jsonl = bool(file) and Path(file).name.lower().removesuffix(".gz").endswith((".jsonl", ".json"))
-        if file and self.kind == "tree" and not jsonl and _a_file_of_trees(file):
+        if file and self.kind == ExampleKind.TREE and not jsonl and _a_file_of_trees(file):
             return ({"tree": line} for _, line in lines if line.strip())     # SST's PTB files: a parse a line
         return (self._line(line, name, i, jsonl) for i, line in lines)
 
     def _line(self, line: str, name: str, i: int, jsonl: bool):
         """A line as a JSON object or as a text. In a .jsonl file every line must be an object;
         elsewhere a text or tree model also reads a line that is no JSON object as its text."""
-        strings_ok = not jsonl and self.kind in ("text", "tree")
+        strings_ok = not jsonl and self.kind in (ExampleKind.TEXT, ExampleKind.TREE)
         if strings_ok and not line.lstrip().startswith("{"):
             return line
         try:
@@ -165,14 +165,15 @@ class InputReader:
     def _table(self, file: str, encoding: str | None):
         if not Path(file).is_file():
             raise DataError(file, None, "no such file")
-        if self.kind not in ("text", "pair"):
+        if self.kind not in (ExampleKind.TEXT, ExampleKind.PAIR):
             raise DataError(file, None, f"a .csv / .tsv file feeds text or pair models; this {self.kind} model "
                                         "reads JSON lines")
         own = {c: getattr(self.config, c) or role for c, role in ROLES}     # the run's columns, else the fields' names
+        pair = self.kind == ExampleKind.PAIR
         rows = read_table.stream(file, delimiter="\t" if ".tsv" in Path(file).name.lower() else ",",
-                                 text_col=own["text_col"], pair_col=own["pair_col"] if self.kind == "pair" else None,
+                                 text_col=own["text_col"], pair_col=own["pair_col"] if pair else None,
                                  label_col=None, encoding=encoding or self.config.encoding or "utf-8")
-        return (ex.text if self.kind == "text" else {"text": ex.text, "pair": ex.pair} for ex in rows)
+        return ({"text": ex.text, "pair": ex.pair} if pair else ex.text for ex in rows)
 
 
 def _a_file_of_trees(file) -> bool:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..data.batching import Batch, BatchLoader, Collator, Encoder, StoredItems, item_indices, item_labels
+from ..data.batching import Batch, Collator, Encoder, StoredItems
+from ..data.loading import ItemDataset, inference_batches
 from ..data.store import StoredSplit
 from ..data.errors import BadLines
 from ..registry import TextClassifier, get_entry
@@ -43,9 +44,10 @@ def model_outputs(model, items, collate: Collator, transform, batch_size: int = 
     if model.training:                    # a recursive call over every module: not for each small request
         model.eval()
     out = np.zeros((len(items), collate.num_classes), dtype=np.float32)
-    pos = {index: k for k, index in enumerate(item_indices(items))}
+    data = ItemDataset(items)
+    pos = {index: k for k, index in enumerate(data.indices())}
     device, guard = next(model.parameters()).device, MemoryGuard()
-    for batch in BatchLoader(items, batch_size, collate):
+    for batch in inference_batches(data, batch_size, collate):
         batch = to_device(batch, device)
         out[[pos[int(i)] for i in batch.index]] = transform(logits_of(model(batch))).float().cpu().numpy()
         guard.check()             # batches of every length fragment the heap: 3 GB for 8k reviews untrimmed
@@ -69,7 +71,7 @@ def to_device(batch: Batch, device) -> Batch:
 
 def gold(items, labels) -> np.ndarray:
     """Class ids [N] (multi-hot [N, C] for multi-label) of labelled items."""
-    found = item_labels(items)
+    found = ItemDataset(items).labels()
     if labels.multilabel:
         y = np.zeros((len(items), len(labels)), dtype=np.int64)
         for k, label in enumerate(found):

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from ..data.errors import DataError, MissingResource
-from ..data.examples import KINDS
+from ..data.examples import ExampleKind
 from ..data.text import LabelMap, Tokenizer, TokenizerConfig, Vocab
 from ..registry import create_model, get_entry
 from . import options
@@ -43,7 +43,7 @@ def make_tokenizer(cfg: RunConfig) -> Tokenizer:
 @dataclass
 class RunSpec:
     config: RunConfig               # the resolved options (runs.options)
-    kind: str                       # the example kind the model reads: text, pair, contexts, tree, tree_pair
+    kind: ExampleKind               # the example kind the model reads
     tokenizer: Tokenizer
     vocab: Vocab
     tag_vocab: Vocab | None
@@ -91,15 +91,15 @@ class RunSpec:
         config = options.resolve({}, read_json(run / "config.json"), run / "config.json")
         voc = _checked_vocab(run / "vocab.json", read_json(run / "vocab.json"))
         labels = _checked_labels(run / "labels.json", read_json(run / "labels.json"))
-        kind = voc.get("kind") or _legacy_kind(run, config.model)
-        if kind not in get_entry(config.model).inputs:
-            raise DataError(run / "vocab.json", None, f"model {config.model} does not read {kind!r} input")
+        saved = voc.get("kind") or _legacy_kind(run, config.model)
+        if saved not in get_entry(config.model).inputs:
+            raise DataError(run / "vocab.json", None, f"model {config.model} does not read {saved!r} input")
         try:
             tokenizer = Tokenizer(TokenizerConfig(**voc["tokenizer"]), pieces=_saved_pieces(run))
         except (TypeError, ValueError) as e:
             raise DataError(run / "vocab.json", None, f"a tokenizer this version cannot build ({e})") from None
-        return cls(config, kind, tokenizer, Vocab(voc["tokens"]), Vocab(voc["tags"]) if voc.get("tags") else None,
-                   labels, voc.get("embedding_dim"))
+        return cls(config, ExampleKind(saved), tokenizer, Vocab(voc["tokens"]),
+                   Vocab(voc["tags"]) if voc.get("tags") else None, labels, voc.get("embedding_dim"))
 
     def load_model(self, run_dir) -> torch.nn.Module:
         """The model with the run's trained weights; weights that do not fit the spec (another
@@ -142,8 +142,8 @@ def _checked_vocab(path, voc) -> dict:
         raise bad('"embedding_dim" must be a positive whole number or null')
     if not isinstance(voc.get("tokenizer"), dict):
         raise bad('"tokenizer" must be an object')
-    if voc.get("kind") is not None and voc["kind"] not in KINDS:
-        raise bad(f'"kind" must be one of {", ".join(KINDS)}')
+    if voc.get("kind") is not None and voc["kind"] not in tuple(ExampleKind):
+        raise bad(f'"kind" must be one of {", ".join(ExampleKind)}')
     return voc
 
 

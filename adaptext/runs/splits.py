@@ -27,21 +27,20 @@ def load_data(cfg: RunConfig, stored: bool = False, log=print):
 def parsed_for(cfg: RunConfig, splits):
     """``splits`` as the run's model reads them: a tree model's texts or pairs parsed, any other
     splits as they are."""
-    if not (reads_trees(cfg) and splits.kind in ("text", "pair")):
+    if not (reads_trees(cfg) and splits.kind.parses_to):
         return splits
-    from ..parse import tree_kind
     return dataclasses.replace(splits, train=as_trees(cfg, splits.train), dev=as_trees(cfg, splits.dev),
-                               test=as_trees(cfg, splits.test), kind=tree_kind(splits.kind))
+                               test=as_trees(cfg, splits.test), kind=splits.kind.parses_to)
 
 
 def reads_trees(cfg: RunConfig) -> bool:
-    return get_entry(cfg.model).inputs[0] in ("tree", "tree_pair")
+    return get_entry(cfg.model).inputs[0].is_tree
 
 
 def as_trees(cfg: RunConfig, examples):
     """Text and pair examples parsed as the run parses (its tokenizer, max_length, --parser);
     other examples (trees already) as they are."""
-    if not examples or examples[0].kind not in ("text", "pair"):
+    if not examples or not examples[0].kind.parses_to:
         return examples
     from ..parse import parsed_examples
     return parsed_examples(examples, make_tokenizer(cfg), cfg.max_length, cfg.parser)

@@ -23,13 +23,14 @@ import numpy as np
 
 from ..data.cache import cache_root, written_atomically
 from ..data.errors import DataError
-from ..data.examples import PairExample, TextExample
+from ..data.examples import ExampleKind, TextExample
 from ..data.text import Tokenizer
 from ..runs.config import RunConfig
 
 P_MASK, P_POS, P_NGRAM, MAX_N = 0.1, 0.1, 0.25, 5     # Tang et al. (2019), Section 3.2
 CHUNK = 512                                           # texts per cached chunk of teacher logits
 MASK = "<unk>"
+DISTILLED = (ExampleKind.TEXT, ExampleKind.PAIR)     # the kinds a teacher's logits are read on
 
 
 # ----------------------------------------------------------------------- transfer set
@@ -60,7 +61,7 @@ def augmented(examples: list, copies: int, seed: int, tagger_name: str = "nltk")
     for ex, ts, gs in zip(examples, tokens, tags):
         for _ in range(copies):
             text = " ".join(rewrite(ts, gs, pools, rng)) or ex.text
-            out.append(replace(ex, text=text, label=None) if ex.kind in ("text", "pair") else
+            out.append(replace(ex, text=text, label=None) if ex.kind in DISTILLED else
                        TextExample(text, None, ex.where))
     return out
 
@@ -84,9 +85,10 @@ def rewrite(tokens: list[str], tags: list[str], pools: dict, rng: random.Random)
 
 
 def unlabeled_texts(path) -> list:
-    from ..data.lines import iter_lines
+    from ..data.lines import iter_lines, location
     # read as UTF-8, else cp1252, else Latin-1 (no --encoding reaches this file)
-    texts = [TextExample(line.strip(), None, f"{path}:{i}") for i, line in iter_lines(path, "auto") if line.strip()]
+    texts = [TextExample(line.strip(), None, location(path, i)) for i, line in iter_lines(path, "auto")
+             if line.strip()]
     if not texts:
         raise DataError(path, None, "no texts in the file of unlabelled texts")
     return texts
@@ -146,7 +148,7 @@ def as_the_teacher_reads(teacher, examples: list) -> list:
 
 
 def _as_input(ex):
-    return ex.text if ex.kind == "text" else {"text": ex.text, "pair": ex.pair}
+    return ex.text if ex.kind == ExampleKind.TEXT else {"text": ex.text, "pair": ex.pair}
 
 
 def _cache(teacher_dir) -> Path:
@@ -159,7 +161,7 @@ def _cache(teacher_dir) -> Path:
 def _key(examples: list) -> str:
     h = hashlib.sha256()
     for ex in examples:
-        h.update((ex.text + ("\t" + ex.pair if isinstance(ex, PairExample) else "") + "\n").encode("utf-8"))
+        h.update(("\t".join(ex.texts()) + "\n").encode("utf-8"))
     return h.hexdigest()[:32]
 
 
@@ -171,7 +173,7 @@ def _save(path: Path, array: np.ndarray) -> None:
 def soft_items(cfg: RunConfig, train: list, unlabeled: list, encoder, bad, log=print, device: str = "cpu") -> list:
     """The transfer set (``unlabeled``: the texts of the ``unlabeled`` file) encoded for the
     student, each item with the teacher's logits (``soft``)."""
-    if train and train[0].kind not in ("text", "pair"):
+    if train and train[0].kind not in DISTILLED:
         raise DataError(cfg.teacher, None, f"distillation reads text or pair examples, not {train[0].kind}")
     transfer = transfer_set(cfg, train, unlabeled, log)
     logits = teacher_logits(cfg.teacher, transfer, encoder.labels.labels, log, device=device)

@@ -50,8 +50,8 @@ class ClassifierModule(L.LightningModule):
     def setup(self, stage: str) -> None:
         world = self.trainer.world_size
         if world > 1:
-            self.train_loader.set_distributed(self.trainer.global_rank, world)
-            self.dev_loader.set_distributed(self.trainer.global_rank, world)
+            self.train_loader.batch_sampler.set_distributed(self.trainer.global_rank, world)
+            self.dev_loader.batch_sampler.set_distributed(self.trainer.global_rank, world)
 
     # ------------------------------------------------------------------ loss
     def loss(self, out, batch) -> torch.Tensor:
@@ -190,9 +190,9 @@ class ClassifierModule(L.LightningModule):
         if not st:
             return
         if st["batches_done"] >= st["train_loader_len"]:
-            self.train_loader.resume(st["epoch"] + 1, 0)      # saved at the end of an epoch
+            self.train_loader.batch_sampler.resume(st["epoch"] + 1, 0)      # saved at the end of an epoch
         else:
-            self.train_loader.resume(st["epoch"], st["batches_done"])
+            self.train_loader.batch_sampler.resume(st["epoch"], st["batches_done"])
             self._stats = TrainStats.from_checkpoint(st["train_stats"])
             self._resumed_epoch = (self._stats, float(st.get("epoch_seconds", 0.0)))
             self._batches_done = st["batches_done"]

@@ -45,7 +45,7 @@ def test_predictions(examples, items, probs: np.ndarray, labels) -> list[dict]:
             conf = float(probs[k][pred[k]].min())
         else:
             g, p, conf = labels.labels[it.label], labels.labels[int(pred[k])], float(probs[k, pred[k]])
-        rows.append({"index": it.index, "where": where_of(examples, it.index), "gold": g, "pred": p,
+        rows.append({"index": it.index, "where": str(where_of(examples, it.index)), "gold": g, "pred": p,
                      "prob": round(conf, 6)})
     return rows
 

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..data.batching import Encoder, StoredItems, item_labels
+from ..data.batching import Encoder, StoredItems
+from ..data.loading import ItemDataset
 from ..data.embeddings import embedding_matrix, principal_components
 from ..data.errors import BadLines, DataError
+from ..data.examples import ExampleKind
 from ..data.store import StoredSplit
 from ..data.text import LabelMap, Vocab
 from ..data.transformer_vectors import is_transformer_spec, transformer_vectors
@@ -36,7 +38,7 @@ class Prepared:
     truncated: int
 
 
-def prepare(cfg: RunConfig, train, dev, test, kind: str, multilabel: bool, log=print) -> Prepared:
+def prepare(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: bool, log=print) -> Prepared:
     entry = get_entry(cfg.model)
     where = cfg.data or DEMO
     if kind not in entry.inputs:
@@ -66,7 +68,7 @@ def prepare(cfg: RunConfig, train, dev, test, kind: str, multilabel: bool, log=p
     return Prepared(spec, vectors, coverage, *encoded, test or [], bad, encoder.truncated)
 
 
-def prepare_stored(cfg: RunConfig, train, dev, test, kind: str, multilabel: bool, log=print) -> Prepared:
+def prepare_stored(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: bool, log=print) -> Prepared:
     """``prepare`` for splits of token stores: the vocabulary counted on the training rows, items
     made batch by batch from the stores."""
     tokenizer = make_tokenizer(cfg)
@@ -126,24 +128,19 @@ def stored_token_lists(split):
 
 
 def token_lists(examples, tokenizer):
+    """The tokens of every text of the examples; a parse's are its words (a parser has split them)."""
+    lower = tokenizer.config.lower
     for ex in examples:
-        if ex.kind in ("tree", "tree_pair"):
-            lower = tokenizer.config.lower
-            for t in ([ex.tree, ex.pair] if ex.kind == "tree_pair" else [ex.tree]):
-                yield [w.lower() if lower else w for w in t.leaves()]
-            continue
-        yield tokenizer(ex.text)
-        if ex.kind == "pair":
-            yield tokenizer(ex.pair)
-        elif ex.kind == "contexts":
-            for c in ex.contexts:
-                yield tokenizer(c)
+        if ex.kind.is_tree:
+            yield from ([w.lower() if lower else w for w in t.leaves()] for t in ex.trees())
+        else:
+            yield from map(tokenizer, ex.texts())
 
 
 def tag_vocab_of(examples):
     tags = set()
     for ex in examples:
-        for t in ([ex.tree, ex.pair] if ex.kind == "tree_pair" else [ex.tree]):
+        for t in ex.trees():
             tags.update(x for x in t.tags if x is not None)
     return Vocab(sorted(tags)) if tags else None
 
@@ -153,5 +150,5 @@ def class_weights_of(cfg: RunConfig, p: Prepared) -> torch.Tensor | None:
     labels = p.spec.labels
     if cfg.class_weights != "balanced" or labels.multilabel:
         return None
-    counts = np.bincount(item_labels(p.train), minlength=len(labels)).astype(float)
+    counts = np.bincount(ItemDataset(p.train).labels(), minlength=len(labels)).astype(float)
     return torch.tensor(len(p.train) / (len(labels) * np.maximum(counts, 1)), dtype=torch.float32)

@@ -19,7 +19,7 @@ from ..runs.options import check_new_run, resolve
 from ..runs.spec import write_config
 from ..runs.splits import DEMO, load_data, parsed_for
 from .cv import cross_validate
-from .distill import teacher_data_options
+from .distill import DISTILLED, teacher_data_options
 from .engine import is_rank_zero
 from .fit import fit_one
 
@@ -50,7 +50,7 @@ def distill_run(teachers, options: dict, log=print) -> dict:
     if options.get("resume"):              # the student's own config.json names its teachers and data
         return train_run(options, log=log)
     student = get_entry(options.get("model") or DEFAULT_MODEL)
-    if not {"text", "pair"} & set(student.inputs):
+    if not set(DISTILLED) & set(student.inputs):
         raise UsageError(f"--model {student.name} reads {'/'.join(student.inputs)} examples; a student learns a "
                          "teacher's logits on texts or pairs: choose a text or pair model (adaptext models)")
     teachers = [teachers] if isinstance(teachers, (str, Path)) else list(teachers)
