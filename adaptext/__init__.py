@@ -2,13 +2,7 @@
 parameters depend on the input."""
 __version__ = "0.1.0"
 
-import os as _os
-
-# OpenMP threads that sleep when idle, unless the user chose otherwise: the default lets them spin,
-# and two jobs on one machine then slow each other down many times over (adaptext.runs.threads)
-_os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-from .registry import create_model, list_models, register_model  # noqa: E402
+from .registry import create_model, list_models, register_model
 
 
 def load(run_dir, device: str = "cpu"):

@@ -14,10 +14,6 @@ dataset (its vocabulary, its vectors) in a process of its own and timed predicti
 1,000 test sentences (TREC: its 500), batch 64, 2 threads, best of 3 passes after a warm-up; a tree model's time includes parsing
 each sentence (the parse cache emptied before every pass). fastText is trained on the shuffled
 training file and timed on the same sentences.
-
-Each point is timed alone on the machine, so OpenMP's threads spin as a lone job's do
-(``OMP_WAIT_POLICY=ACTIVE`` unless set): adaptext's own default lets them sleep, which shares a
-machine with other jobs but slows some models more than others (the teacher most).
 """
 from __future__ import annotations
 
@@ -30,7 +26,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-USER_WAIT_POLICY = os.environ.get("OMP_WAIT_POLICY")     # read before importing adaptext sets its own default
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import adaptive_table  # noqa: E402
 import attconv_table  # noqa: E402
@@ -257,7 +252,6 @@ def main() -> None:
     ap.add_argument("--replot", metavar="JSON", help="draw the plot of a recorded frontier.json again (next to it, "
                     ".png), measuring nothing")
     a = ap.parse_args()
-    os.environ["OMP_WAIT_POLICY"] = USER_WAIT_POLICY or "ACTIVE"   # each point's fresh process inherits it
     if a.replot:
         plot(json.loads(Path(a.replot).read_text())["rows"], Path(a.replot).with_suffix(".png"))
         return
@@ -273,7 +267,7 @@ def main() -> None:
             rows += dataset_rows(dataset, pts, Path(tmp))
     notes = ("Accuracy: as recorded by each source table (its seeds; SST-2 tree rows from gold trees, kim_cnn "
              "non-static and rand from phrase-level training as Kim's table does); throughput: this run, one "
-             "configuration per point as its table trains it, each in a fresh process, the first 1,000 test sentences (TREC: 500), batch 64, 2 threads, OpenMP's threads spinning (OMP_WAIT_POLICY=ACTIVE), best "
+             "configuration per point as its table trains it, each in a fresh process, the first 1,000 test sentences (TREC: 500), batch 64, 2 threads, best "
              "of 3 passes; tree models parse each sentence with the shipped bracketer inside the timing. Not "
              "placed: acnn (no SST-2 or TREC row in any table yet), the lstm undistilled, attconv on TREC (its table has no "
              "TREC column). " + distilled_note() + common.quick_note(a.quick))

@@ -1,11 +1,12 @@
 """Thread defaults that let two jobs share a machine: threads 0 takes the cores that other work
-leaves free now, and OpenMP's idle threads sleep unless the user chose a wait policy."""
+leaves free now, and two jobs started together see each other."""
 from __future__ import annotations
 
 import io
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -59,11 +60,26 @@ def test_without_the_kernels_count_the_load_average_stands_in(monkeypatch, tmp_p
     assert threads.free_cores() == expected
 
 
-@pytest.mark.parametrize("given,seen", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_openmp_threads_sleep_when_idle_unless_the_user_chose(given, seen):
+def test_openmp_keeps_its_own_wait_policy():
+    # sleeping threads would halve a lone job's speed; the thread count is what shares the machine
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    if given:
-        env["OMP_WAIT_POLICY"] = given
-    code = "import adaptext, os; print(os.environ['OMP_WAIT_POLICY'])"
+    code = "import adaptext, os; print(os.environ.get('OMP_WAIT_POLICY', 'unset'))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == seen
+    assert out.stdout.strip() == "unset"
+
+
+def test_two_jobs_reading_at_the_same_instant_count_each_other():
+    # each reader keeps running while it reads, so the other counts it: both take one core of two
+    # where sleeping readers would each see an idle machine and both take every core
+    code = ("import sys; from adaptext.runs import threads\n"
+            "print('ready', flush=True); sys.stdin.readline()\n"
+            "print(threads.busy_elsewhere(), flush=True)")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    assert [p.stdout.readline().strip() for p in procs] == ["ready", "ready"]
+    for p in procs:                # the second starts half a gap later: sleeping readers would then
+        p.stdin.write("go\n")     # read while the other sleeps, and each would see an idle machine
+        p.stdin.flush()
+        time.sleep(threads.GAP_S / 2)
+    seen = [float(p.communicate(timeout=60)[0]) for p in procs]
+    assert all(n >= 1 for n in seen), seen

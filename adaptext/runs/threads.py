@@ -1,12 +1,13 @@
 """How many CPU threads a process computes with, chosen so that two adaptext jobs on one machine
 share it instead of fighting over it.
 
-torch's default is one thread per core in every process, and each thread spins while waiting for
-work: two trainings on two cores then run four spinning threads on two cores, and each runs many
-times slower than half its solo speed. Two defaults prevent that: OpenMP's idle threads sleep
-(``OMP_WAIT_POLICY=PASSIVE``, set in ``adaptext/__init__.py`` before torch loads OpenMP), and a
-process asked for no particular number takes only the cores that other work leaves free.
-``benchmarks/concurrency.py`` measures both, alone and two at once.
+torch's default is one thread per core in every process, and OpenMP's threads spin a while
+before they sleep: two trainings on two cores then run four threads on two cores, and each runs
+many times slower than half its solo speed. A process asked for no particular number takes only
+the cores that other work leaves free when it starts, so the second of two jobs takes one thread
+and the machine holds three: measured in ``benchmarks/concurrency.py``, that costs each job about
+what it would cost if OpenMP's threads slept at once (``OMP_WAIT_POLICY=PASSIVE``), which in turn
+slows a job alone by half (a thread that sleeps wakes slowly, between every two operations).
 """
 from __future__ import annotations
 
@@ -23,7 +24,11 @@ def busy_elsewhere() -> float:
     """Threads other than this one that are running now: the median of a few readings of the
     kernel's runnable count, less the reading thread. The one-minute load average would lag: it
     still counts a job that ended seconds ago, and a run started just after it would take one
-    thread. Where the count cannot be read, the load average stands in."""
+    thread. Where the count cannot be read, the load average stands in.
+
+    Between readings this thread keeps running instead of sleeping: a job started at the same
+    instant then counts this one (a sleeping reader is invisible to it), and two jobs started
+    together take a thread each instead of both taking every core."""
     counts = []
     for k in range(SAMPLES):
         try:
@@ -32,8 +37,14 @@ def busy_elsewhere() -> float:
         except (OSError, IndexError, ValueError):
             return _load_average()
         if k + 1 < SAMPLES:
-            time.sleep(GAP_S)
+            _run_for(GAP_S)
     return statistics.median(counts)
+
+
+def _run_for(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 def _load_average() -> float:
