@@ -3,16 +3,19 @@ collated batches, no model), ``kim_speed.py`` (prediction, batches of 64 and cal
 ``padding_speed.py`` (training steps on padded batches) and ``scale.py`` (training and prediction
 over the token store, the service) run in a checkout of the earlier commit (``--before``, first on
 the import path of every process it starts) and in this one, alternately, in one run on one
-machine. Each speed row is this checkout's mean over the earlier one's (``ratio``).
+machine. Each speed row is this checkout's mean over the earlier one's (``ratio``). With
+``--before`` a checkout of this same commit, the ratios show how far the run's own noise reaches.
 
     git worktree add /tmp/before <commit>
     python benchmarks/loader_speed.py --before /tmp/before
+    python benchmarks/loader_speed.py --before /tmp/before --benches kim_speed --rounds 6
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -26,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCALE = ["--copies", "2", "--steps", "120", "--predict-seconds", "30", "--requests", "300",
          "--parts", "train,predict,serve"]
 BENCHES = {"loader": [], "kim_speed": [], "padding_speed": [], "scale": SCALE}
+HEAVY = ("padding_speed", "scale")
 SPEEDS = {"sentences_per_s", "train_examples_per_s", "texts_per_s", "requests_per_s",
           "train_seconds_per_step", "seconds_to_first_step", "us_per_batch"}
 # the training loader of either side over 20,000 items of 3-60 tokens, batches of 50: the best of 5
@@ -48,21 +52,42 @@ for _ in range(5):
     best = min(best, (time.perf_counter() - start) / batches * 1e6)
 print(json.dumps({"us_per_batch": best}))
 """
+# a benchmark script run after holding ``pad`` MiB: where a process's arrays land in memory moves
+# prediction speed by up to a fifth from one process to the next (a table lookup is memory-bound),
+# and the same code on each side lands them alike every time; both sides of a round hold the same
+# pad and the rounds differ, so neither side keeps a layout that happens to suit it
+PADDED = """
+import runpy, sys
+import numpy as np
+pad = np.ones(int(float(sys.argv[1]) * 2 ** 20), dtype=np.uint8)
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 
 
 def args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--before", required=True, help="a checkout of the commit before the change")
     ap.add_argument("--rounds", type=int, default=2, help="runs of each benchmark on each side")
+    ap.add_argument("--heavy-rounds", type=int, default=None,
+                    help=f"runs of {' and '.join(HEAVY)} on each side (minutes each; default: --rounds)")
+    ap.add_argument("--benches", default=",".join(BENCHES),
+                    help=f"comma-separated, of: {', '.join(BENCHES)}")
     ap.add_argument("--out", default=None)
-    return ap.parse_args()
+    a = ap.parse_args()
+    unknown = set(a.benches.split(",")) - set(BENCHES)
+    if unknown:
+        ap.error(f"--benches: unknown {', '.join(sorted(unknown))}; known: {', '.join(BENCHES)}")
+    return a
 
 
-def measured(bench: str, code: Path, work: Path, tag: str) -> dict:
-    """The speed rows of one run of ``bench`` in the checkout ``code``, keyed by what they measure."""
+def measured(bench: str, code: Path, work: Path, tag: str, pad_mb: float) -> dict:
+    """The speed rows of one run of ``bench`` in the checkout ``code`` after holding ``pad_mb``
+    MiB, keyed by what they measure."""
     out = work / f"{bench}-{tag}.json"
     cmd = ([sys.executable, "-c", LOADER] if bench == "loader" else
-           [sys.executable, f"benchmarks/{bench}.py", *BENCHES[bench], "--out", str(out)])
+           [sys.executable, "-c", PADDED, f"{pad_mb:.3f}", f"benchmarks/{bench}.py", *BENCHES[bench],
+            "--out", str(out)])
     # that checkout's package, not the installed one, in this process and every one it starts
     env = {**os.environ, "PYTHONPATH": str(code)}
     done = subprocess.run(cmd, cwd=code, capture_output=True, text=True, env=env)
@@ -96,17 +121,28 @@ def main() -> None:
     before_commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=before, capture_output=True,
                                    text=True).stdout.strip() or "not a git checkout"
     with tempfile.TemporaryDirectory() as tmp:
-        for bench in BENCHES:
+        for bench in a.benches.split(","):
             runs = {"before": [], "after": []}
-            for r in range(a.rounds):
-                for side, code in (("before", before), ("after", ROOT)):
-                    runs[side].append(measured(bench, code, Path(tmp), f"{side}-{r}"))
-                    print(f"{bench} {side} {r + 1}/{a.rounds}", file=sys.stderr)
+            rounds = a.heavy_rounds if bench in HEAVY and a.heavy_rounds else a.rounds
+            for r in range(rounds):
+                pad_mb = random.Random(r).uniform(0, 8)
+                sides = (("before", before), ("after", ROOT))
+                # the second of two runs in a row is a few percent slower (measured with both sides
+                # the same code): every other round starts with this checkout
+                for side, code in sides if r % 2 == 0 else sides[::-1]:
+                    runs[side].append(measured(bench, code, Path(tmp), f"{side}-{r}", pad_mb))
+                    print(f"{bench} {side} {r + 1}/{rounds}", file=sys.stderr)
             rows += compared(bench, runs["before"], runs["after"])
     notes = (f"'before': the checkout at --before ({before_commit}); 'after': this commit. Each "
-             f"benchmark ran {a.rounds} times on each side, the sides alternating; mean: this commit's mean; "
+             f"benchmark ran {a.rounds} times on each side ({', '.join(HEAVY)}: {a.heavy_rounds or a.rounds}), the "
+             f"sides alternating (every other round starting with this commit), both sides of a round after "
+             f"holding the same 0-8 MiB (a different amount each round: where arrays land moves prediction "
+             f"speed by up to a fifth); mean: this commit's mean; "
              f"ratio: its mean over the earlier commit's (for microseconds per batch, seconds per step and seconds "
-             f"to the first step lower is faster, for the others higher). scale ran with: {' '.join(SCALE)}.")
+             f"to the first step lower is faster, for the others higher). scale ran with: {' '.join(SCALE)}. "
+             f"padding_speed builds its batches itself and uses no loader: its ratios show a training "
+             f"benchmark's own noise. benchmarks/predict_ab.py compares prediction in one process, where "
+             f"the process-to-process noise of kim_speed does not enter.")
     print(common.write("loader_speed", rows, notes, a.out))
 
 

@@ -354,3 +354,25 @@ def test_accuracy_split_by_unseen_words_adds_up_to_each_runs_own_test_accuracy(t
         assert whole["values"][k] == pytest.approx(recorded, abs=0.01)
         parts = (unseen["values"][k] * n_unseen + rest["values"][k] * n_rest) / 500
         assert parts == pytest.approx(whole["values"][k], abs=0.02)
+
+
+def test_an_earlier_package_loads_beside_this_one_and_predicts_alike(tmp_path, monkeypatch):
+    """predict_ab.py times an earlier checkout's package in this process under another name: this
+    checkout's own package, so loaded, reads a run and predicts what this one does."""
+    import adaptext
+    import predict_ab
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    root = Path(__file__).resolve().parent.parent
+    run = root / "tests" / "data" / "legacy_runs" / "kim_cnn"
+    other = predict_ab.earlier_package(root, tmp_path)
+    assert other.__name__ == "adaptext_before" and Path(other.__file__).is_relative_to(tmp_path)
+    texts = ["Who wrote Hamlet ?", "How far is the moon ?"]
+    assert other.load(run).predict(texts) == adaptext.load(run).predict(texts)
+
+
+def test_an_earlier_package_that_imports_itself_by_name_is_refused(tmp_path):
+    import predict_ab
+    (tmp_path / "old" / "adaptext").mkdir(parents=True)
+    (tmp_path / "old" / "adaptext" / "__init__.py").write_text("from adaptext.registry import x\n")
+    with pytest.raises(SystemExit, match="imports itself by name"):
+        predict_ab.earlier_package(tmp_path / "old", tmp_path / "copy")

@@ -48,6 +48,8 @@ class InputReader:
 
     def _parsed(self, examples: list) -> list:
         """Plain texts of tree inputs (held as token lists until now) parsed in one batch."""
+        if not any(kind.is_tree for kind in {ex.kind for ex in examples}):     # a request's common case
+            return examples
         texts = [t for ex in examples if ex.kind.is_tree for t in ex.trees() if isinstance(t, list)]
         if not texts:
             return examples

@@ -1,0 +1,100 @@
+"""Prediction speed of an earlier checkout against this one, in one process: ``kim_speed.py``'s
+configurations (Kim CNN: rand on TREC and SST-2, non-static and multichannel GloVe on SST-2),
+each trained one step by this checkout and loaded by both packages, the earlier one imported
+under another name; passes of the two alternate, every other round starting with this one.
+
+Two processes running the same code differ by up to a fifth in prediction speed here (where a
+process's arrays land in memory), so ``loader_speed.py``'s process-per-side runs cannot resolve a
+few percent; one process holding both packages can.
+
+    git worktree add /tmp/before <commit>
+    python benchmarks/predict_ab.py --before /tmp/before
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+import distill_table  # noqa: E402
+import kim_speed  # noqa: E402
+
+ALIAS = "adaptext_before"
+HOW = ("batch 64", "calls of 16")
+
+
+def args():
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--before", required=True, help="a checkout of the earlier commit")
+    ap.add_argument("--rounds", type=int, default=8, help="timed passes of each side per configuration")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=None)
+    return ap.parse_args()
+
+
+def earlier_package(before: Path, into: Path):
+    """The checkout's package copied to ``into`` as ``adaptext_before`` and imported. Its modules
+    import each other relatively; an absolute self-import would load this checkout's instead."""
+    if re.search(r"^\s*(from|import) adaptext\b", "\n".join(
+            p.read_text(encoding="utf-8") for p in (before / "adaptext").rglob("*.py")), re.M):
+        raise SystemExit(f"{before}: its package imports itself by name; it cannot be loaded beside this one")
+    shutil.copytree(before / "adaptext", into / ALIAS)
+    sys.path.insert(0, str(into))
+    import importlib
+    return importlib.import_module(ALIAS)
+
+
+def config_rows(dataset: str, label: str, options: dict, work: Path, before_pkg, rounds: int) -> list[dict]:
+    import adaptext
+    run = work / re.sub(r"\W+", "-", f"{dataset}-{label}")
+    kim_speed.trained(dataset, options, run, quick=False)
+    texts = distill_table.test_texts(dataset)[:1000]
+    clfs = {"after": adaptext.load(run), "before": before_pkg.load(run)}
+    rates = {(side, how): [] for side in clfs for how in HOW}
+    for r in range(rounds):
+        for side in ("before", "after") if r % 2 == 0 else ("after", "before"):
+            timed = kim_speed.timed(clfs[side], texts)
+            for how in HOW:
+                rates[(side, how)].append(timed[how])
+    rows = []
+    for how in HOW:
+        a, b = (statistics.median(rates[(side, how)]) for side in ("after", "before"))
+        rows.append({"model": "kim_cnn", "variant": f"{label}, {how}", "dataset": dataset, "metric": "sentences_per_s",
+                     "mean": round(a, 1), "n": rounds, "values": [round(x, 1) for x in rates[("after", how)]],
+                     "baseline": f"before ({b:.1f})", "ratio": round(a / b, 3)})
+        print(f"{dataset} {label} {how}: {a:.0f} against {b:.0f} sentences/s ({a / b:.3f})", flush=True)
+    return rows
+
+
+def main() -> None:
+    a = args()
+    import torch
+    torch.set_num_threads(a.threads)
+    before = Path(a.before).resolve()
+    before_commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=before, capture_output=True,
+                                   text=True).stdout.strip() or "not a git checkout"
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = earlier_package(before, Path(tmp))
+        for dataset, label, options in kim_speed.CONFIGS:
+            rows += config_rows(dataset, label, options, Path(tmp), pkg, a.rounds)
+    ratios = [r["ratio"] for r in rows]
+    geo = statistics.geometric_mean(ratios)
+    notes = (f"'before': the package of --before ({before_commit}) imported beside this commit's in one process; "
+             f"each configuration trained one step by this commit and loaded by both; {a.rounds} passes of each "
+             f"side (kim_speed.py's: best of 3 after a warm-up, the first 1,000 test sentences, TREC: 500), "
+             f"alternating, every other round starting with this commit; {a.threads} threads; mean: the median "
+             f"of this commit's passes, values: each of them; ratio: that median over the earlier package's. "
+             f"Geometric mean of the ratios: {geo:.3f} (lowest {min(ratios):.3f}, highest {max(ratios):.3f}).")
+    print(common.write("predict_ab", rows, notes, a.out))
+
+
+if __name__ == "__main__":
+    main()
