@@ -1,7 +1,8 @@
 """Prediction speed of an earlier checkout against this one, in one process: ``kim_speed.py``'s
 configurations (Kim CNN: rand on TREC and SST-2, non-static and multichannel GloVe on SST-2),
-each trained one step by this checkout and loaded by both packages, the earlier one imported
-under another name; passes of the two alternate, every other round starting with this one.
+each trained one step by this checkout and loaded twice by each package (after, before, before,
+after), the earlier one imported under another name; each round times the four in turn, each
+round starting one further along.
 
 Two processes running the same code differ by up to a fifth in prediction speed here (where a
 process's arrays land in memory), so ``loader_speed.py``'s process-per-side runs cannot resolve a
@@ -56,18 +57,21 @@ def config_rows(dataset: str, label: str, options: dict, work: Path, before_pkg,
     run = work / re.sub(r"\W+", "-", f"{dataset}-{label}")
     kim_speed.trained(dataset, options, run, quick=False)
     texts = distill_table.test_texts(dataset)[:1000]
-    clfs = {"after": adaptext.load(run), "before": before_pkg.load(run)}
-    rates = {(side, how): [] for side in clfs for how in HOW}
+    # each side loaded twice, in the order after, before, before, after: the first model loaded
+    # in a process predicts a few percent faster than the next (where its arrays land)
+    clfs = [("after", adaptext.load(run)), ("before", before_pkg.load(run)), ("before", before_pkg.load(run)),
+            ("after", adaptext.load(run))]
+    rates = {(side, how): [] for side in ("after", "before") for how in HOW}
     for r in range(rounds):
-        for side in ("before", "after") if r % 2 == 0 else ("after", "before"):
-            timed = kim_speed.timed(clfs[side], texts)
+        for side, clf in clfs[r % 4:] + clfs[:r % 4]:
+            timed = kim_speed.timed(clf, texts)
             for how in HOW:
                 rates[(side, how)].append(timed[how])
     rows = []
     for how in HOW:
         a, b = (statistics.median(rates[(side, how)]) for side in ("after", "before"))
         rows.append({"model": "kim_cnn", "variant": f"{label}, {how}", "dataset": dataset, "metric": "sentences_per_s",
-                     "mean": round(a, 1), "n": rounds, "values": [round(x, 1) for x in rates[("after", how)]],
+                     "mean": round(a, 1), "n": 2 * rounds, "values": [round(x, 1) for x in rates[("after", how)]],
                      "baseline": f"before ({b:.1f})", "ratio": round(a / b, 3)})
         print(f"{dataset} {label} {how}: {a:.0f} against {b:.0f} sentences/s ({a / b:.3f})", flush=True)
     return rows
@@ -88,10 +92,12 @@ def main() -> None:
     ratios = [r["ratio"] for r in rows]
     geo = statistics.geometric_mean(ratios)
     notes = (f"'before': the package of --before ({before_commit}) imported beside this commit's in one process; "
-             f"each configuration trained one step by this commit and loaded by both; {a.rounds} passes of each "
-             f"side (kim_speed.py's: best of 3 after a warm-up, the first 1,000 test sentences, TREC: 500), "
-             f"alternating, every other round starting with this commit; {a.threads} threads; mean: the median "
-             f"of this commit's passes, values: each of them; ratio: that median over the earlier package's. "
+             f"each configuration trained one step by this commit and loaded twice by each package, in the order "
+             f"this, before, before, this (the first model loaded predicts a few percent faster); {a.rounds} rounds "
+             f"each timing the four in turn, each round starting one further along (kim_speed.py's timing: best of 3 "
+             f"after a warm-up, the first 1,000 test sentences, TREC: 500); {a.threads} threads; mean: the median "
+             f"of this commit's {2 * a.rounds} timings, values: each of them; ratio: that median over the earlier "
+             f"package's. "
              f"Geometric mean of the ratios: {geo:.3f} (lowest {min(ratios):.3f}, highest {max(ratios):.3f}).")
     print(common.write("predict_ab", rows, notes, a.out))
 
