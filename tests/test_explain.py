@@ -1,17 +1,25 @@
 """The explain commands write real plots from trained runs (adaptive filters, attention, trees)."""
+import gzip
 import json
+from pathlib import Path
 
+import adaptext
 from adaptext.cli import main
 from adaptext.training.run import train_run
 
 from conftest import DATA, needs_data
 
 FAST = {"epochs": 1, "progress": False, "max_length": 40}
+DEMO_TREC = Path(adaptext.__file__).parent / "resources" / "trec" / "train.txt.gz"
 
 
 def _slice(tmp_path, src, name, n, header=False):
-    """The first n lines (after a header) of a real data file, as a small training file."""
-    lines = (DATA / src).read_text(encoding="latin-1").splitlines()
+    """The first n lines (after a header) of a real data file, as a small training file; ``src``
+    under the shared data, or a Path (a file the package bundles, gzipped)."""
+    path = src if isinstance(src, Path) else DATA / src
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="latin-1") as f:
+        lines = f.read().splitlines()
     keep = lines[: n + 1] if header else lines[:n]
     p = tmp_path / name
     p.write_text("\n".join(keep) + "\n", encoding="latin-1")
@@ -24,7 +32,7 @@ def _png(path):
 
 
 def test_explain_filters_of_an_adaptive_cnn(tmp_path, capsys):
-    data = _slice(tmp_path, "trec/raw/TREC.train", "trec.txt", 600)
+    data = _slice(tmp_path, DEMO_TREC, "trec.txt", 600)        # the bundled demo: runs without the shared data
     common = {"data": data, "test": data, "embed_dim": 16, "filters": 10, **FAST}
     train_run({"model": "ac_cnn", "out": str(tmp_path / "ac"), "context_dim": 16, **common})
     train_run({"model": "kim_cnn", "out": str(tmp_path / "cnn"), **common})
