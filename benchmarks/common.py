@@ -20,12 +20,13 @@ DATA = Path(os.environ.get("ADAPTEXT_DATA", ROOT.parent / "shared" / "data")).re
 GLOVE = DATA / "glove" / "glove.6B.50d.subset.txt.gz"
 
 
-def commit() -> str:
-    if os.environ.get("ADAPTEXT_COMMIT"):        # runs on a copy of the tree without .git
+def commit(root: Path = ROOT, short: bool = False) -> str:
+    """The commit checked out at ``root`` (this checkout by default; ``short``: its abbreviation)."""
+    if root == ROOT and os.environ.get("ADAPTEXT_COMMIT"):     # runs on a copy of the tree without .git
         return os.environ["ADAPTEXT_COMMIT"]
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip() \
-            or "unknown"                          # not a git checkout
+        return subprocess.run(["git", "rev-parse", *(["--short"] if short else []), "HEAD"], cwd=root,
+                              capture_output=True, text=True).stdout.strip() or "unknown"   # not a git checkout
     except OSError:
         return "unknown"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -91,7 +92,7 @@ def demo_texts(work: Path, n: int) -> Path:
 
 
 def measure(version: str, code: Path, work: Path, a) -> list[dict]:
-    runs = [work / f"{version}-{i}".replace(" ", "_").replace("'", "") for i in range(5)]
+    runs = [work / re.sub(r"\W+", "-", f"{version}-{i}") for i in range(5)]
     together, staggered = "two started together", f"the second started {a.stagger:g} s after the first"
     solo = timed([train_command(runs[0])], code, a.limit)[0]
     train = {together: timed([train_command(runs[1]), train_command(runs[2])], code, a.limit),
@@ -111,7 +112,7 @@ def main() -> None:
         raise SystemExit("--before: give LABEL=PATH")
     with tempfile.TemporaryDirectory() as tmp:
         rows = [r for version, code in versions for r in measure(version, Path(code).resolve(), Path(tmp), a)]
-    commits = "; ".join(f"'{label}': {_commit(Path(code))}" for label, code in versions)
+    commits = "; ".join(f"'{label}': {common.commit(Path(code).resolve(), short=True)}" for label, code in versions)
     notes = (f"Each job a fresh process (python -m adaptext.cli) with that checkout first on the import path, "
              f"OMP_WAIT_POLICY unset; two identical jobs started together, or the second {a.stagger:g} s after "
              f"the first, each timed from its own start to its own end; ratio: seconds alone over seconds beside "
@@ -119,11 +120,6 @@ def main() -> None:
              f"quick start: adaptext train with its defaults on the bundled demo; predict: {a.texts:,} demo "
              f"questions through the quick start's run, batch 64. One measurement each.")
     print(common.write("concurrency", rows, notes, a.out))
-
-
-def _commit(code: Path) -> str:
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=code, capture_output=True,
-                          text=True).stdout.strip() or "not a git checkout"
 
 
 if __name__ == "__main__":

@@ -118,8 +118,7 @@ def compared(bench: str, before: list[dict], after: list[dict]) -> list[dict]:
 def main() -> None:
     a = args()
     before, rows = Path(a.before).resolve(), []
-    before_commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=before, capture_output=True,
-                                   text=True).stdout.strip() or "not a git checkout"
+    before_commit = common.commit(before, short=True)
     with tempfile.TemporaryDirectory() as tmp:
         for bench in a.benches.split(","):
             runs = {"before": [], "after": []}

@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -82,8 +81,7 @@ def main() -> None:
     import torch
     torch.set_num_threads(a.threads)
     before = Path(a.before).resolve()
-    before_commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=before, capture_output=True,
-                                   text=True).stdout.strip() or "not a git checkout"
+    before_commit = common.commit(before, short=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         pkg = earlier_package(before, Path(tmp))

@@ -5,9 +5,9 @@ torch's default is one thread per core in every process, and OpenMP's threads sp
 before they sleep: two trainings on two cores then run four threads on two cores, and each runs
 many times slower than half its solo speed. A process asked for no particular number takes only
 the cores that other work leaves free when it starts, so the second of two jobs takes one thread
-and the machine holds three: measured in ``benchmarks/concurrency.py``, that costs each job about
-what it would cost if OpenMP's threads slept at once (``OMP_WAIT_POLICY=PASSIVE``), which in turn
-slows a job alone by half (a thread that sleeps wakes slowly, between every two operations).
+and the machine holds three: measured in ``benchmarks/concurrency.py``, two jobs then take about
+as long as if OpenMP's threads slept at once (``OMP_WAIT_POLICY=PASSIVE``), which would make a
+job alone take a third longer (a thread that sleeps wakes slowly, between every two operations).
 """
 from __future__ import annotations
 
