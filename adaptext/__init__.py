@@ -2,7 +2,14 @@
 parameters depend on the input."""
 __version__ = "0.1.0"
 
-from .registry import create_model, list_models, register_model
+
+def __getattr__(name: str):
+    """The registry's names, imported when first asked for: the command line checks its
+    arguments without importing torch, which the registry needs."""
+    if name in ("create_model", "list_models", "register_model"):
+        from . import registry
+        return getattr(registry, name)
+    raise AttributeError(f"module 'adaptext' has no attribute {name!r}")
 
 
 def load(run_dir, device: str = "cpu"):

@@ -14,19 +14,25 @@ import os
 import sys
 from pathlib import Path
 
-from .data.errors import DataError, MissingResource, UsageError
+from .errors import DataError, MissingResource, UsageError
 from .data.examples import ExampleKind
-from .runs.contract import DEFAULT_MODEL
+from .contract import DEFAULT_MODEL
 
 
-def positive_int(s: str) -> int:
-    try:
-        n = int(s)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {s!r}")
-    return n
+def at_least(lowest: int):
+    """An argparse type: a whole number of at least ``lowest`` (argparse names the option)."""
+    def whole(s: str) -> int:
+        try:
+            n = int(s)
+        except ValueError:
+            n = lowest - 1
+        if n < lowest:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {lowest}, not {s!r}")
+        return n
+    return whole
+
+
+positive_int = at_least(1)
 
 
 def rounded(value, digits: int = 2):
@@ -45,22 +51,23 @@ def print_json(value) -> None:
 
 
 # ----------------------------------------------------------------------- train
-def train_parser(model: str) -> argparse.ArgumentParser:
+def train_parser(model: str, prog: str = "adaptext train") -> argparse.ArgumentParser:
     from .runs.options import add_arguments
-    p = argparse.ArgumentParser(prog="adaptext train", description="Train and evaluate a model; writes a run "
+    p = argparse.ArgumentParser(prog=prog, description="Train and evaluate a model; writes a run "
                                 "directory and prints its metrics (JSON) on stdout.")
     p.add_argument("--config", help="JSON or YAML file of options (e.g. a run's config.json)")
-    p.add_argument("--model", help="a registered model (`adaptext models`) [default: kim_cnn]")
+    p.add_argument("--model", help=f"a registered model (`adaptext models`) [default: {DEFAULT_MODEL}]")
     add_arguments(p, model)
     return p
 
 
 def cmd_train(argv) -> int:
     from .runs.files import read_json
-    from .runs.options import flatten, load_config_file
+    from .runs.options import check_run_arguments, flatten, load_config_file
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--model"); pre.add_argument("--config"); pre.add_argument("--resume")
     known, _ = pre.parse_known_args(argv)
+    check_run_arguments(argv, "adaptext train")
     file_opts = load_config_file(known.config) if known.config else {}
     model = known.model or file_opts.get("model")
     if known.resume and not model and (Path(known.resume) / "config.json").is_file():
@@ -76,22 +83,50 @@ def cmd_train(argv) -> int:
 
 def cmd_distill(argv) -> int:
     """train a fast student on a trained teacher run's logits (Tang et al. 2019)"""
-    if not argv or argv[0].startswith("-"):
-        print("usage: adaptext distill TEACHER_RUN [TEACHER_RUN ...] --model STUDENT [train options] --out RUN\n\n"
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: adaptext distill TEACHER_RUN [TEACHER_RUN ...] --model STUDENT [train options] --out RUN\n"
+              "       adaptext distill --teacher-logits FILE --model STUDENT [train options] --out RUN\n\n"
               "Several teachers are an ensemble: the student learns the mean of their logits. The student reads\n"
-              "the first teacher's data unless --data says otherwise; see adaptext train --help.")
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+              "the first teacher's data unless --data says otherwise; see adaptext train --help. A file of\n"
+              "logits (adaptext logits) stands in for the teachers.")
+        return 0 if argv else 2
     split = next((k for k, a in enumerate(argv) if a.startswith("-")), len(argv))
     teacher, rest = argv[:split], argv[split:]
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--model")
     known, _ = pre.parse_known_args(rest)
-    args = train_parser(known.model or DEFAULT_MODEL).parse_args(rest)
+    from .runs.options import check_run_arguments
+    check_run_arguments(rest, "adaptext distill")
+    args = train_parser(known.model or DEFAULT_MODEL, prog="adaptext distill").parse_args(rest)
     opts = {k: v for k, v in vars(args).items() if k != "config" and v is not None}
     from .training import distill_run
     metrics = distill_run(teacher, opts, log=lambda m: print(m, file=sys.stderr))
     if metrics:
         print_json(summary(metrics))
+    return 0
+
+
+def cmd_logits(argv) -> int:
+    """write teacher runs' logits over a student's transfer set to a file, for distill --teacher-logits"""
+    if not argv or argv[0].startswith("-"):
+        print("usage: adaptext logits TEACHER_RUN [TEACHER_RUN ...] --out FILE.safetensors [--data ... --augment N "
+              "--unlabeled FILE --seed S]\n\nThe transfer set is the one adaptext distill builds from the same "
+              "options (the teacher's data unless --data says otherwise); several teachers: their mean logits.\n"
+              "A student then learns from the file: adaptext distill --teacher-logits FILE --model lstm ...")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    split = next((k for k, a in enumerate(argv) if a.startswith("-")), len(argv))
+    teachers, rest = argv[:split], argv[split:]
+    from .runs.options import check_run_arguments
+    given = check_run_arguments(rest, "adaptext logits")
+    if not given.get("out"):
+        raise UsageError("adaptext logits needs --out FILE: where the logits are written")
+    if Path(given["out"]).is_dir():
+        raise DataError(given["out"], None, "a folder: --out is the file the logits are written to")
+    args = train_parser(DEFAULT_MODEL, prog="adaptext logits").parse_args(rest)
+    opts = {k: v for k, v in vars(args).items() if k not in ("config", "out") and v is not None}
+    from .training import logits_run
+    path = logits_run(teachers, opts, given["out"], log=lambda m: print(m, file=sys.stderr))
+    print(path)
     return 0
 
 
@@ -111,12 +146,17 @@ def cmd_sweep(argv) -> int:
     p.add_argument("--jobs", type=positive_int, default=1, help="trials trained at once, in processes")
     p.add_argument("--out", required=True, help="the sweep's folder (its trials are run directories inside)")
     a, rest = p.parse_known_args(argv)
+    from .runs.options import check_run_arguments
+    check_run_arguments(rest, "adaptext sweep")
     model = next((rest[i + 1] for i, x in enumerate(rest[:-1]) if x == "--model"), DEFAULT_MODEL)
-    monitor = next((rest[i + 1] for i, x in enumerate(rest[:-1]) if x == "--monitor"), "accuracy")
+    monitor = next((rest[i + 1] for i, x in enumerate(rest[:-1]) if x == "--monitor"), None)
+    trial_parser = train_parser(model, prog="adaptext sweep")
+    trial_parser.parse_args([*rest, "--no-progress"])           # the shared options, before any trial
+    check_swept(a.grid or a.search, model)
 
     def options(params: dict, run: str) -> dict:
         flags = [f for k, v in params.items() for f in _flag(k, v)]
-        args = train_parser(model).parse_args([*rest, *flags, "--out", run, "--no-progress"])
+        args = trial_parser.parse_args([*rest, *flags, "--out", run, "--no-progress"])
         return {k: v for k, v in vars(args).items() if k != "config" and v is not None}
 
     from .training import sweep_run
@@ -127,17 +167,34 @@ def cmd_sweep(argv) -> int:
     return 1 if found.get("failed") else 0         # trials that failed are said on stderr, with their errors
 
 
+def check_swept(specs: list[str], model: str) -> None:
+    """Each swept NAME is an option of the run contract or of the model, said before any trial."""
+    import dataclasses
+    from .registry import get_entry
+    from .contract import OPTIONS
+    known = set(OPTIONS) | {f.name for f in dataclasses.fields(get_entry(model).config)}
+    for spec in specs:
+        name = spec.partition("=")[0].strip().lstrip("-").replace("-", "_")
+        if name and name not in known:
+            raise UsageError(f"adaptext sweep: {name} is not an option of adaptext train --model {model} "
+                             f"(adaptext train --model {model} --help lists them)")
+
+
 def auto_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="adaptext auto", description="Train fast baselines, the transformer teacher and "
-                                "students distilled from it within --time; the winner is the best on dev among those "
-                                "predicting at least --min-speed texts/s here. Writes each run, auto.json, best, "
-                                "report.md / .html and frontier.png into --out; run it again to resume.")
+    p = argparse.ArgumentParser(prog="adaptext auto", description="Train a linear baseline, fast baselines, the "
+                                "transformer teacher and students distilled from it within --time; the winner is the "
+                                "best on dev among those predicting at least --min-speed texts/s here. Writes each "
+                                "run, auto.json, best (a link to the winner's run), report.md / .html and "
+                                "frontier.png into --out; run it again to resume.")
     p.add_argument("--data", required=True, help="named dataset or training file")
-    from .runs.contract import READER_KEYS
-    for key in ("dev", "test", "data_dir", *READER_KEYS):
+    from .contract import OPTIONS, READER_KEYS
+    for key in ("dev", "test", "data_dir", "format", "on_bad_line", *READER_KEYS):
         flag = "--" + key.replace("_", "-")
-        p.add_argument(flag, dest=key, help=f"as adaptext train {flag}")
-    p.add_argument("--min-speed", type=float, help="the fewest sentences/s the winner must predict (batch 64)")
+        p.add_argument(flag, dest=key, choices=OPTIONS[key].meta["choices"], help=f"as adaptext train {flag}")
+    p.add_argument("--unlabeled", help="a file of unlabelled in-domain texts, one per line, for the students to learn "
+                                       "from when the budget allows")
+    p.add_argument("--min-speed", help="the fewest sentences/s the winner must predict (3000), or a multiple of the "
+                                       "teacher's measured in the same pass (25x)")
     p.add_argument("--time", type=duration, default=3600.0, help="the budget, all steps and resumes (90s, 20m, 2h; 1h)")
     p.add_argument("--dry-run", action="store_true", help="print the plan with each step's estimated minutes")
     p.add_argument("--export", choices=("onnx",), help="export the winner to OUT/export")
@@ -151,7 +208,12 @@ def cmd_auto(argv) -> int:
     """train baselines, a teacher and distilled students within --time; report the best above --min-speed"""
     opts = {k: v for k, v in vars(auto_parser().parse_args(argv)).items() if v is not None}
     from .auto import run_auto
-    result = run_auto(opts, log=lambda m: print(m, file=sys.stderr, flush=True))
+    from .auto.runner import RESUME_HINT, Interrupted
+    try:
+        result = run_auto(opts, log=lambda m: print(m, file=sys.stderr, flush=True))
+    except (Interrupted, KeyboardInterrupt):
+        print(RESUME_HINT, file=sys.stderr, flush=True)
+        return 130                                  # as a shell reports a command Ctrl-C stopped
     if result.get("dry_run"):
         print(result["text"])
         return 0
@@ -167,12 +229,15 @@ def _flag(name: str, value) -> list[str]:
 
 
 def duration(s: str) -> float:
-    """90, 90s, 30m, 2h -> seconds."""
+    """90, 90s, 30m, 2h -> seconds; a time that is not above 0, or not finite, is refused."""
     units = {"s": 1, "m": 60, "h": 3600}
     try:
-        return float(s[:-1]) * units[s[-1]] if s and s[-1] in units else float(s)
+        seconds = float(s[:-1]) * units[s[-1]] if s and s[-1] in units else float(s)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{s!r} is not a duration (90s, 30m, 2h)") from None
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= 365 * 24 * 3600):
+        raise argparse.ArgumentTypeError(f"expected a duration above 0 and at most a year (90s, 30m, 2h), not {s!r}")
+    return seconds
 
 
 def summary(m: dict) -> dict:
@@ -185,16 +250,12 @@ def summary(m: dict) -> dict:
 # ----------------------------------------------------------------------- evaluate, predict
 def cmd_evaluate(argv) -> int:
     p = argparse.ArgumentParser(prog="adaptext evaluate", description="Metrics of a run on a dataset split (JSON).")
+    from .contract import READER_KEYS
+    from .runs.options import add_option_flags
     p.add_argument("run_dir")
-    p.add_argument("--data", help="named dataset or file (default: the run's)")
     p.add_argument("--split", default="test", choices=("train", "dev", "test"),
                    help="split of the run's data or of a named --data (a --data FILE is itself the split)")
-    p.add_argument("--data-dir")
-    p.add_argument("--format", default=None)
-    p.add_argument("--encoding", default=None, help="encoding of a --data file (default: the run's)")
-    p.add_argument("--on-bad-line", default=None, choices=("error", "skip"), help="default: the run's own setting")
-    for col in ("text", "pair", "contexts", "label"):
-        p.add_argument(f"--{col}-col", default=None, help=f"{col} column / field of a --data file (default: the run's)")
+    add_option_flags(p, ("data", "data_dir", "format", "on_bad_line", *READER_KEYS), "(default: the run's)")
     a = p.parse_args(argv)
     from . import load
     from .runs.evaluate import evaluate_run
@@ -203,7 +264,7 @@ def cmd_evaluate(argv) -> int:
     clf = load(a.run_dir)
     if a.encoding:
         clf.config = clf.config.replace(encoding=a.encoding)     # the run's files read in another encoding
-    columns = {f"{c}_col": getattr(a, f"{c}_col") for c in ("text", "pair", "contexts", "label")}
+    columns = {k: getattr(a, k) for k in READER_KEYS if k != "encoding"}
     print_json(evaluate_run(clf, a.run_dir, a.split, data=a.data, data_dir=a.data_dir, fmt=a.format,
                             on_bad_line=a.on_bad_line, columns=columns))
     return 0
@@ -283,10 +344,10 @@ def explain_parser() -> argparse.ArgumentParser:
     src = t.add_mutually_exclusive_group(required=True)
     src.add_argument("--tree", help="a bracketed tree, e.g. \"(3 (2 a) (3 (3 good) (2 film)))\"")
     src.add_argument("--text", help="a sentence (drawn over its parse by the run's --parser)")
-    t.add_argument("--dim", type=int, default=0, help="z_u dimension that colours the nodes")
+    t.add_argument("--dim", type=at_least(0), default=0, help="z_u dimension that colours the nodes")
     t.add_argument("--data", help="named dataset or file: also dump the node types that most activate each z_u dimension")
     t.add_argument("--split", default="dev", choices=("train", "dev", "test"))
-    t.add_argument("--top", type=int, default=10)
+    t.add_argument("--top", type=positive_int, default=10, help="node types listed per dimension")
     w = sub.add_parser("words", help="integrated gradients: how much each word moved the prediction (any model)")
     w.add_argument("--text", action="append", required=True, help="a text to explain (repeat for several)")
     w.add_argument("--pair", help="the second text of a pair model's input")
@@ -297,7 +358,7 @@ def explain_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("filters", help="t-SNE of the filters an adaptive CNN generates for texts of each class")
     f.add_argument("--data", help="named dataset or file (default: the run's)")
     f.add_argument("--split", default="test", choices=("train", "dev", "test"))
-    f.add_argument("--per-class", type=int, default=40, help="texts per class")
+    f.add_argument("--per-class", type=positive_int, default=40, help="texts per class")
     f.add_argument("--baseline", help="a static CNN run (kim_cnn) whose filters are drawn beside")
     for s in (a, t, f, w):
         s.add_argument("run_dir")
@@ -320,7 +381,8 @@ def cmd_explain(argv) -> int:
     if a.what == "words":
         return explain_words(clf, a)
     if a.what == "filters":
-        paths = filters.explain_run(clf, a.run_dir, a.out, a.data, a.split, a.per_class, a.baseline)
+        baseline = load(a.baseline) if a.baseline else None
+        paths = filters.explain_run(clf, a.run_dir, a.out, a.data, a.split, a.per_class, baseline)
     elif a.what == "tree":
         paths = tree.explain_run(clf, a.run_dir, a.out, a.tree or a.text, a.dim, a.data, a.split, a.top,
                                  bracketed=a.tree is not None)
@@ -348,7 +410,7 @@ def explain_words(clf, a) -> int:
 def check_second_input(kind: ExampleKind, a) -> None:
     """--pair goes with a pair model and --context with a contexts model, and each needs its own:
     without this check one is dropped unseen or the model asks for a JSON object."""
-    wants = {"pair": "--pair", "contexts": "--context"}.get(kind.second)
+    wants = {"pair": "--pair", "contexts": "--context"}.get(kind.second or "")
     given = "--pair" if a.pair is not None else "--context" if a.context else None
     if given == wants:
         return
@@ -401,14 +463,15 @@ def cmd_cache(argv) -> int:
     p = argparse.ArgumentParser(prog="adaptext cache", description="What adaptext computed once and reuses, under "
                                 "$ADAPTEXT_CACHE (else ~/.cache/adaptext): token stores of data files, "
                                 "transformer-derived vectors, teacher logits.")
-    p.add_argument("--clear", nargs="?", const="all", metavar="KIND",
-                   help="remove everything, or one kind (stores, vectors, teacher_logits)")
+    from .data import cache
+    p.add_argument("--clear", nargs="?", const="all", choices=("all", *cache.KINDS), metavar="KIND",
+                   help=f"remove every kind (all), or one: {', '.join(cache.KINDS)}; nothing else under the root")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
-    from .data import cache
     if a.clear:
-        freed = cache.clear(None if a.clear == "all" else a.clear)
-        print(f"removed {_human(freed)}B from {cache.cache_root() / ('' if a.clear == 'all' else a.clear)}")
+        kind = None if a.clear == "all" else a.clear
+        freed = cache.clear(kind)
+        print(f"removed {_human(freed)}B from {cache.cache_dir(kind) if kind else cache.cache_root()}")
         return 0
     rows = cache.entries()
     if a.json:
@@ -420,7 +483,7 @@ def cmd_cache(argv) -> int:
     return 0
 
 
-COMMANDS = {"train": cmd_train, "distill": cmd_distill, "sweep": cmd_sweep, "auto": cmd_auto, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
+COMMANDS = {"train": cmd_train, "distill": cmd_distill, "logits": cmd_logits, "sweep": cmd_sweep, "auto": cmd_auto, "evaluate": cmd_evaluate, "predict": cmd_predict, "models": cmd_models,
             "datasets": cmd_datasets, "explain": cmd_explain, "serve": cmd_serve, "export": cmd_export,
             "cache": cmd_cache}
 USAGE = ("usage: adaptext {" + ",".join(COMMANDS) + "} ...\n\n"

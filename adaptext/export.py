@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 from .data.batching import Batch
-from .data.errors import DataError, MissingResource, UsageError
+from .errors import DataError, MissingResource, UsageError
 from .data.examples import ExampleKind
 from .runs.files import write_atomic
 from .runs.inputs import as_input_list
@@ -236,7 +236,7 @@ def check_opset(opset: int | None) -> None:
 def check_length_fits(model, length: int) -> None:
     """Refuses a ``--length`` whose check could not fit in memory: its batches hold at least
     ``CHECK_BATCH`` texts of ``length`` ids (int64) and their word vectors (float32)."""
-    from .runs.memory import human_bytes, total_memory
+    from .memory import human_bytes, total_memory
     width = _vector_width(model)
     need = CHECK_BATCH * (length + 5) * (8 + 4 * width)
     have = total_memory()

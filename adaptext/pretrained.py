@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .data.errors import MissingResource, UsageError
+from .errors import MissingResource, UsageError
+
+if TYPE_CHECKING:
+    import tokenizers
 
 DEFAULT = "all-MiniLM-L6-v2"
 _PACKAGED = {DEFAULT, "sentence-transformers/all-MiniLM-L6-v2"}
@@ -77,7 +81,7 @@ def word_pieces(name: str):
     return _unpadded(tokenizers.Tokenizer.from_str(saved))
 
 
-def saved_word_pieces(path):
+def saved_word_pieces(path: Path) -> tokenizers.Tokenizer:
     """A tokenizer a run saved (``tokenizer.json``), read with ``tokenizers`` alone."""
     try:
         import tokenizers

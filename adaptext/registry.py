@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar
 
 import torch
 
-from .data.errors import OptionError, UnknownModel, UsageError
+from .data.batching import Batch
+from .errors import OptionError, UnknownModel, UsageError
 from .data.examples import ExampleKind
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 @dataclass
@@ -40,17 +45,17 @@ class TextClassifier(torch.nn.Module):
     min_length: int = 1
     fixed_length: int = 0
 
-    def __init__(self, config, spec: DataSpec):
+    def __init__(self, config: Any, spec: DataSpec) -> None:
         super().__init__()
         self.config, self.spec = config, spec
 
     def apply_constraints(self) -> None:
         pass
 
-    def explain(self, batch) -> dict:
+    def explain(self, batch: Batch) -> dict[str, Any]:
         raise NotImplementedError(f"{type(self).__name__} has no attention to show")
 
-    def word_vectors(self) -> tuple:
+    def word_vectors(self) -> tuple[torch.nn.Module, int, Callable[[torch.Tensor], torch.Tensor]]:
         """Where word attributions are computed: ``(module, rows, to_rows)``, the module that turns
         word ids into vectors, its number of rows, and how the model maps a batch's ids to those
         rows (a fixed offset for ids past the vocabulary)."""
@@ -72,26 +77,26 @@ class TextClassifier(torch.nn.Module):
 @dataclass
 class ModelEntry:
     name: str
-    cls: type
-    config: type
-    inputs: tuple            # the ExampleKinds the model reads
+    cls: type[TextClassifier]
+    config: type[DataclassInstance]
+    inputs: tuple[ExampleKind, ...]   # the kinds the model reads
     tokenizer: str           # default tokenizer level: word | char
     description: str
     paper: str
-    train_defaults: dict = field(default_factory=dict)
-    test_config: dict = field(default_factory=dict)   # a tiny size for the registry-wide test
+    train_defaults: dict[str, Any] = field(default_factory=dict)
+    test_config: dict[str, Any] = field(default_factory=dict)   # a tiny size for the registry-wide test
     needs_tags: bool = False   # trees need POS / phrase tags (adaptext.data.tags adds them)
-    paper_params: dict = field(default_factory=dict)   # variant ("-" or a generation) -> millions, as published
+    paper_params: dict[str, float] = field(default_factory=dict)   # variant ("-" or a generation) -> millions, as published
 
     @property
-    def defaults(self) -> dict:
+    def defaults(self) -> dict[str, Any]:
         return dataclasses.asdict(self.config())
 
 
 _REGISTRY: dict[str, ModelEntry] = {}
 
 
-def _input_kind(kind) -> ExampleKind:
+def _input_kind(kind: ExampleKind | str) -> ExampleKind:
     """A kind a model declares it reads, given as an ``ExampleKind`` or its name."""
     try:
         return ExampleKind(kind)
@@ -99,23 +104,28 @@ def _input_kind(kind) -> ExampleKind:
         raise ValueError(f"unknown input kind {kind!r}") from None
 
 
-def register_model(name: str, *, config: type, inputs=(ExampleKind.TEXT,), tokenizer: str = "word",
-                   description: str = "", paper: str = "", train_defaults: dict | None = None,
-                   test_config: dict | None = None, needs_tags: bool = False, paper_params: dict | None = None):
-    inputs = tuple(map(_input_kind, inputs))
+M = TypeVar("M", bound=TextClassifier)
+
+
+def register_model(name: str, *, config: type[DataclassInstance], inputs: Iterable[ExampleKind | str] = (ExampleKind.TEXT,),
+                   tokenizer: str = "word", description: str = "", paper: str = "",
+                   train_defaults: dict[str, Any] | None = None, test_config: dict[str, Any] | None = None,
+                   needs_tags: bool = False,
+                   paper_params: dict[str, float] | None = None) -> Callable[[type[M]], type[M]]:
+    kinds = tuple(map(_input_kind, inputs))
     if not issubclass(config, Options) and any("choices" in f.metadata for f in dataclasses.fields(config)):
         raise TypeError(f"{config.__name__} has choice fields, so it must derive from Options (which checks them)")
-    from .runs.contract import OPTIONS
+    from .contract import OPTIONS
     shadowed = sorted({f.name for f in dataclasses.fields(config)} & (set(OPTIONS) | {"model"}))
     if shadowed:
         raise TypeError(f"{config.__name__} field(s) {', '.join(shadowed)} would shadow run options of that name")
 
-    def deco(cls):
+    def deco(cls: type[M]) -> type[M]:
         if name in _REGISTRY:
             raise ValueError(f"model {name!r} registered twice")
         if not issubclass(cls, TextClassifier):
             raise TypeError(f"{cls.__name__} must derive from adaptext.registry.TextClassifier")
-        _REGISTRY[name] = ModelEntry(name, cls, config, inputs, tokenizer,
+        _REGISTRY[name] = ModelEntry(name, cls, config, kinds, tokenizer,
                                      description or (cls.__doc__ or "").strip().split("\n")[0], paper,
                                      dict(train_defaults or {}), dict(test_config or {}), needs_tags,
                                      dict(paper_params or {}))
@@ -123,7 +133,7 @@ def register_model(name: str, *, config: type, inputs=(ExampleKind.TEXT,), token
     return deco
 
 
-def _load_all():
+def _load_all() -> None:
     from . import models  # noqa: F401  (importing registers every model)
 
 
@@ -139,7 +149,7 @@ def get_entry(name: str) -> ModelEntry:
     return _REGISTRY[name]
 
 
-def choice(default: str, choices, help: str = ""):
+def choice(default: str, choices: Iterable[str], help: str = "") -> str:
     """A model option that takes one of ``choices`` (a field of an ``Options`` dataclass): making
     the config refuses any other value, and the command line lists them."""
     return field(default=default, metadata={"choices": tuple(choices), "help": help})
@@ -150,14 +160,14 @@ class Options:
     """Base of the model configs that have ``choice`` fields: a config made with a value outside
     a field's choices is refused, however it is made (make_config, a run's config, directly)."""
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             allowed = f.metadata.get("choices")
             if allowed and getattr(self, f.name) not in allowed:
                 raise OptionError(f.name, f"{f.name} must be one of {', '.join(allowed)}, not {getattr(self, f.name)!r}")
 
 
-def make_config(name: str, **overrides):
+def make_config(name: str, **overrides: Any) -> DataclassInstance:
     entry = get_entry(name)
     names = {f.name for f in dataclasses.fields(entry.config)}
     unknown = sorted(set(overrides) - names)
@@ -168,7 +178,7 @@ def make_config(name: str, **overrides):
 
 def create_model(name: str, *, num_classes: int, vocab_size: int, kind: str | None = None, multilabel: bool = False,
                  tag_vocab_size: int = 0, embeddings: torch.Tensor | None = None, embedding_mode: str = "rand",
-                 **config) -> TextClassifier:
+                 **config: Any) -> TextClassifier:
     """Build a registered model with its paper defaults, overridden by ``config``; ``kind``: an
     ``ExampleKind`` or its name, by default the first the model reads."""
     entry = get_entry(name)
@@ -186,10 +196,10 @@ def create_model(name: str, *, num_classes: int, vocab_size: int, kind: str | No
         raise UsageError(_too_large(entry, cfg, spec, e)) from None
 
 
-def _too_large(entry: ModelEntry, cfg, spec: DataSpec, error) -> str:
+def _too_large(entry: ModelEntry, cfg: DataclassInstance, spec: DataSpec, error: BaseException) -> str:
     """What a model too large to allocate would need: its parameters counted where they take no
     memory (PyTorch's meta device), else the allocation that failed."""
-    from .runs.memory import human_bytes, total_memory
+    from .memory import human_bytes, total_memory
     changed = {k: v for k, v in dataclasses.asdict(cfg).items() if v != entry.defaults.get(k)}
     options = ", ".join(f"--{k.replace('_', '-')} {','.join(map(str, v)) if isinstance(v, tuple) else v}"
                         for k, v in changed.items()) or "its default options"
@@ -215,10 +225,10 @@ def count_parameters(model: torch.nn.Module, exclude_embeddings: bool = True) ->
     return sum(p.numel() for p in model.parameters() if id(p) not in skip)
 
 
-def _size(entry: ModelEntry, options: dict) -> int | None:
+def _size(entry: ModelEntry, options: dict[str, Any]) -> int | None:
     """Parameters at the default size, 2 classes, embeddings excluded (None: the model needs an
     extra that is not installed)."""
-    from .data.errors import MissingResource
+    from .errors import MissingResource
     vocab_size = 1000
     try:
         if entry.tokenizer == "subword":           # the encoder's own vocabulary, after <pad> and <unk>
@@ -232,13 +242,13 @@ def _size(entry: ModelEntry, options: dict) -> int | None:
     return count_parameters(m)
 
 
-def model_table() -> list[dict]:
+def model_table() -> list[dict[str, Any]]:
     """One row per registered model (and per filter generation of the adaptive ones): inputs,
     tokenizer, parameters at the paper's size beside the count the paper reports."""
     rows = []
     for name in list_models():
         e = get_entry(name)
-        variants = {e.defaults.get("generation", "-"): {}}
+        variants: dict[str, dict[str, str]] = {e.defaults.get("generation", "-"): {}}
         if "generation" in e.defaults:            # adaptive models: both filter generations
             other = "full" if e.defaults["generation"] != "full" else "hashed"
             variants[other] = {"generation": other}

@@ -3,7 +3,8 @@
     adaptext serve RUN_DIR --port 8000
     curl -s localhost:8000/predict -H 'content-type: application/json' -d '{"inputs": ["Who wrote Hamlet ?"]}'
 
-GET /health, GET /info (model, task, labels, metrics), POST /predict with ``{"inputs": [...]}``
+GET / (a page to try the run in a browser), GET /health, GET /info (run, model, task, labels, metrics),
+POST /predict with ``{"inputs": [...]}``
 (strings, or objects ``{"text", "pair"}`` / ``{"text", "contexts"}`` for pair / context models)
 answers ``{"predictions": [{"label", "probs", ...}]}``. A body that is not UTF-8 JSON of that
 shape (the pydantic models of ``serve_bodies``), too many or too long inputs, or a body over
@@ -32,7 +33,7 @@ import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from .data.errors import MissingResource, UsageError
+from .errors import MissingResource, UsageError
 
 MAX_INPUTS = 1000
 MAX_EXPLAIN = 32         # inputs of one /explain request (each costs 50 to 800 model calls)
@@ -41,6 +42,7 @@ MAX_BODY = 10 * 2 ** 20  # bytes of one request: the whole body is capped, not o
 MAX_DRAIN = 4 * MAX_BODY  # bytes of a refused body still read (and dropped) so that its client reads the 422
 MAX_BATCH = 256          # inputs the model reads in one call
 MAX_WAIT = 0.002         # seconds, at most, an idle model waits for requests on their way
+PAGE = Path(__file__).resolve().parent / "resources" / "page.html"
 
 
 class ModelUnavailable(RuntimeError):
@@ -97,7 +99,7 @@ class DynamicBatcher:
     def __init__(self, predict, max_batch: int = MAX_BATCH, max_wait: float = MAX_WAIT):
         self.predict, self.max_batch, self.max_wait = predict, max_batch, max_wait
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.thread = None
+        self.thread: threading.Thread | None = None
         self.calls = self.inputs = 0             # model calls and the inputs they read (see /info)
 
     async def submit(self, examples: list) -> list:
@@ -154,7 +156,8 @@ class ProcessBatcher:
         self._ready()
         self.pending: dict = {}                  # request id -> (future, its loop)
         self.lock = threading.Lock()             # pending and failure: the event loop and the reader
-        self.ids, self.failure = itertools.count(), None
+        self.ids = itertools.count()
+        self.failure: str | None = None
         self.calls = self.inputs = 0
         self.sender = concurrent.futures.ThreadPoolExecutor(1, "adaptext-requests")   # one writer at a time
         self.reader = threading.Thread(target=self._read, name="adaptext-answers", daemon=True)
@@ -231,9 +234,9 @@ def _model_process(requests, answers, run_dir: str, device: str, threads: int, m
     the server closes its end."""
     import torch
     torch.set_num_threads(threads)
-    from . import load
+    from .api import Classifier
     try:
-        clf = load(run_dir, device=device)
+        clf = Classifier.load(run_dir, device=device)
     except Exception as e:
         answers.send(("error", f"{type(e).__name__}: {e}"))
         return
@@ -259,10 +262,10 @@ def create_app(run_dir, device: str = "cpu", model_process: bool = False, thread
         from starlette.concurrency import run_in_threadpool
     except ImportError as e:  # pragma: no cover - depends on the optional extra
         raise MissingResource("serving needs FastAPI: pip install 'adaptext[serve]'") from e
-    from . import load
+    from .api import Classifier
     from .serve_bodies import ExplainBody, PredictBody
 
-    clf = load(run_dir, device="cpu" if model_process else device)   # the accelerator is the model process's
+    clf = Classifier.load(run_dir, device="cpu" if model_process else device)   # the accelerator is the model process's
     about = describe(clf, run_dir)
     batcher = ProcessBatcher(run_dir, device, threads) if model_process else DynamicBatcher(clf.predict)
     read_apart = clf.kind.is_tree                     # parsing and tagging take a while: off the event loop
@@ -273,6 +276,7 @@ def create_app(run_dir, device: str = "cpu", model_process: bool = False, thread
         batcher.close()
 
     app = FastAPI(title="adaptext", description=f"{about['model']} trained on {about['data']}", lifespan=lifespan)
+    add_page(app)
 
     @app.get("/health")
     def health():
@@ -302,22 +306,37 @@ def create_app(run_dir, device: str = "cpu", model_process: bool = False, thread
         dozens of model calls per input, so at most MAX_EXPLAIN inputs, off the event loop."""
         try:
             body = await read_request(request, ExplainBody, MAX_EXPLAIN)
-            records = await run_in_threadpool(clf.explain, body.inputs, body.label)
-        except (UsageError, TypeError) as e:
-            raise HTTPException(422, str(e)) from None
+            records = await run_in_threadpool(explained, clf, body.inputs, body.label)
+        except (UsageError, TypeError, MissingResource) as e:      # missing: Captum, the explain extra
+            raise HTTPException(501 if isinstance(e, MissingResource) else 422, str(e)) from None
         return Response(json.dumps({"explanations": records}), media_type="application/json")
 
     return app
 
 
+def add_page(app) -> None:
+    """GET /: a page to try the run in a browser, which asks /info, /predict and /explain as any
+    client does (``resources/page.html``, one file with its style and script: it works offline)."""
+    from fastapi.responses import HTMLResponse
+    page = PAGE.read_text(encoding="utf-8")
+    app.get("/", response_class=HTMLResponse, include_in_schema=False)(lambda: HTMLResponse(page))
+
+
+def explained(clf, inputs, label) -> list[dict]:
+    """``clf.explain``'s records, each with its words coloured as HTML ("html"): the page shows
+    them as they come, so words.html and the page colour words with one renderer."""
+    from .explain.highlight import explanation_html
+    return [{**r, "html": explanation_html(r)} for r in clf.explain(inputs, label)]
+
+
 def describe(clf, run_dir) -> dict:
-    """What /info says of a run: model, task, labels, the data's file name (no paths of the host)
-    and its test metrics."""
+    """What /info says of a run: its folder's name, model, task, labels, the data's file name (no
+    paths of the host) and its test metrics."""
     from .runs.files import read_json
     metrics_path = Path(run_dir) / "metrics.json"
     metrics = read_json(metrics_path) if metrics_path.is_file() else {}
-    return {"model": clf.config.model, "task": clf.kind, "labels": clf.labels.labels,
-            "multilabel": clf.labels.multilabel,
+    return {"run": Path(run_dir).resolve().name, "model": clf.config.model, "task": clf.kind,
+            "labels": clf.labels.labels, "multilabel": clf.labels.multilabel,
             "data": Path(clf.config.data).name if clf.config.data else "trec-demo",
             "test": {k: metrics.get("test", {}).get(k) for k in ("accuracy", "macro_f1", "micro_f1")}}
 
@@ -382,7 +401,7 @@ def serve(run_dir, host: str = "127.0.0.1", port: int = 8000, device: str = "cpu
     sock = listening_socket(host, port)       # a bad address is said before the model loads
     os.environ.update(ADAPTEXT_SERVE_RUN=str(Path(run_dir).resolve()), ADAPTEXT_SERVE_DEVICE=device,
                       ADAPTEXT_SERVE_THREADS=str(threads), ADAPTEXT_SERVE_MODEL_PROCESS=str(int(model_process)))
-    where = f"serving {run_dir} on {_url(sock)} (POST /predict, /explain; GET /health, /info)"
+    where = f"serving {run_dir} on {_url(sock)} (GET / a page to try it; POST /predict, /explain; GET /health, /info)"
     if workers == 1:
         config = uvicorn.Config(app_from_environment(), host=host, port=port, log_level="warning")
         print(where, file=sys.stderr, flush=True)       # the socket listens: a client may connect now

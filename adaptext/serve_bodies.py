@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from .data.errors import UsageError
+from .errors import UsageError
 
 SHAPE = 'the body must be a JSON object {"inputs": [...]}'
 
@@ -27,6 +27,7 @@ class PredictBody(BaseModel):
     @field_validator("inputs")
     @classmethod
     def _within_limits(cls, inputs: list, info: ValidationInfo) -> list:
+        assert info.context is not None, "a body is checked with its limits as the context (PredictBody.of)"
         most, chars = info.context["most"], info.context["chars"]
         if len(inputs) > most:
             raise PydanticCustomError("limit", "at most {most} inputs per request", {"most": most})

@@ -88,12 +88,11 @@ def write(name: str, rows: list[dict], notes: str = "", out: str | Path | None =
 def markdown(doc: dict) -> str:
     rows = doc["rows"]
     cols = [c for c in ("model", "variant", "dataset", "split", "length", "metric", "mean", "std", "n", "min", "max",
-                        "paper", "baseline", "ratio", "target", "seconds") if any(c in r for r in rows)]
+                        "paper", "baseline", "ratio", "target", "seconds", "said") if any(c in r for r in rows)]
+    from adaptext.tables import markdown_table
     lines = [f"# {doc['benchmark']}", "", f"- command: `{doc['command']}`", f"- commit: `{doc['commit']}`",
              f"- date: {doc['date']}", f"- machine: {doc['machine']}", "",
-             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        lines.append("| " + " | ".join(_fmt(r.get(c, "")) for c in cols) + " |")
+             markdown_table(cols, ([_fmt(r.get(c, "")) for c in cols] for r in rows)).rstrip("\n")]
     if doc.get("notes"):
         lines += ["", doc["notes"]]
     return "\n".join(lines) + "\n"
@@ -147,19 +146,15 @@ def train_cell(opts: dict, keep: Path | None = None) -> dict:
     finished is read back, one that was cut short (a killed slice) is resumed from its checkpoint."""
     import contextlib
     import tempfile
-    from adaptext.runs.files import read_json
-    from adaptext.runs.contract import RESUME_MAY_CHANGE
-    from adaptext.training.run import train_run
+    from adaptext.contract import RESUME_MAY_CHANGE
+    from adaptext.runs.rundir import RunDir
+    from adaptext.training.run import trained
     opts = {"progress": False, "data_dir": str(DATA), **opts}
-    if keep and (keep / "metrics.json").exists():
-        return read_json(keep / "metrics.json")
-    if keep and (keep / "config.json").exists():
-        # what a resume may change comes from this cell: a slice on another machine has its own data folder,
-        # device and checkpoint interval (no device asked: whichever this machine has)
-        return train_run({"resume": str(keep), "accelerator": "auto",
-                          **{k: v for k, v in opts.items() if k in RESUME_MAY_CHANGE}}, log=lambda *_: None)
+    # what a resume may change comes from this cell: a slice on another machine has its own data folder,
+    # device and checkpoint interval (no device asked: whichever this machine has)
+    again = {"accelerator": "auto", **{k: v for k, v in opts.items() if k in RESUME_MAY_CHANGE}}
     with contextlib.nullcontext() if keep else tempfile.TemporaryDirectory() as tmp:
-        return train_run({**opts, "out": str(keep or Path(tmp) / "run")}, log=lambda *_: None)
+        return trained(RunDir(keep or Path(tmp) / "run"), opts, log=lambda *_: None, resume_options=again)
 
 
 def run_name(model: str, label: str, dataset: str, seed: int) -> str:

@@ -25,7 +25,7 @@ def derive(data: str, max_vocab: int, pca_dim: int, encoder: str, model: str = "
     """The run's own vocabulary and vectors: what ``adaptext train --model MODEL --data DATA
     --max-vocab N --embeddings transformer[:ENCODER] --pca-dim D`` starts from (its dev is held
     out of train the same way for every seed, so every seed's vocabulary is this one)."""
-    from adaptext.data.errors import BadLines
+    from adaptext.errors import BadLines
     from adaptext.runs.spec import make_tokenizer
     from adaptext.runs.options import resolve
     from adaptext.runs.splits import load_data

@@ -190,8 +190,9 @@ def _markdown(doc: dict) -> str:
                ("train_peak_rss_mib", "train peak MiB"), ("infer_peak_rss_mib", "infer peak MiB")]
     out = [f"# {doc['benchmark']}", "", f"command: `{doc['command']}`  ", f"commit: {doc['commit']}  ",
            f"date: {doc['date']}  ", f"machine: {doc['machine']}", ""]
-    head = "| model | baseline | length | " + " | ".join(f"{m} | ratio" for _, m in metrics) + " |"
-    out += [head, "|" + " --- |" * (3 + 2 * len(metrics))]
+    from adaptext.tables import markdown_table
+    header = ["model", "baseline", "length", *(h for _, m in metrics for h in (m, "ratio"))]
+    table = []
     for model, base in PAIRS + [(b, None) for b in BASELINES]:
         for L in lengths:
             cells = []
@@ -202,8 +203,8 @@ def _markdown(doc: dict) -> str:
                 else:
                     cells += [f"{r['mean']:.1f}", f"{r['ratio']:.2f}" if r.get("ratio") is not None else "-"]
             if any(c != "-" for c in cells):
-                out.append(f"| {model} | {base or '-'} | {L} | " + " | ".join(cells) + " |")
-    out += ["", doc["notes"], ""]
+                table.append([model, base or "-", L, *cells])
+    out += [markdown_table(header, table), doc["notes"], ""]
     return "\n".join(out)
 
 

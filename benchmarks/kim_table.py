@@ -97,7 +97,7 @@ def throughput(epochs: int = 3) -> list[dict]:
     from adaptext.data.datasets import load_named
     from adaptext.data.text import LabelMap, Tokenizer, Vocab
     from adaptext.registry import create_model
-    from adaptext.optim import Adadelta, param_groups
+    from adaptext.optim.rows import Adadelta, param_groups
 
     torch.set_num_threads(2)
     s = load_named("sst2", str(common.DATA))

@@ -27,7 +27,7 @@ import common  # noqa: E402
 from adaptext.data.datasets import load_named  # noqa: E402
 from adaptext.data.text import Tokenizer, Vocab  # noqa: E402
 from adaptext.registry import create_model  # noqa: E402
-from adaptext.optim import Adadelta, Adagrad, param_groups  # noqa: E402
+from adaptext.optim.rows import Adadelta, Adagrad, param_groups  # noqa: E402
 
 OPTIMIZERS = {
     "adadelta": (lambda p: torch.optim.Adadelta(p, lr=1.0, rho=0.95, eps=1e-6),

@@ -39,7 +39,7 @@ def test_kept_run_is_read_back_or_resumed(tmp_path):
 def test_a_kept_run_resumes_with_the_cells_checkpoint_interval(tmp_path, monkeypatch):
     (tmp_path / "config.json").write_text("{}")            # cut short: a config, no metrics
     seen = {}
-    monkeypatch.setattr("adaptext.training.run.train_run", lambda opts, log: seen.update(opts) or {"resumed": 1})
+    monkeypatch.setattr("adaptext.training.run.train_run", lambda opts, log, callbacks=(): seen.update(opts) or {"resumed": 1})
     assert train_cell({**OPTS, "checkpoint_every": 100}, tmp_path) == {"resumed": 1}
     assert seen == {"resume": str(tmp_path), "progress": False, "accelerator": "auto", "checkpoint_every": 100,
                     "threads": 1, "data_dir": str(DATA)}             # every option a resume may change, no other

@@ -10,7 +10,7 @@ from lightning_utilities.core.apply_func import apply_to_collection
 
 from adaptext.nn.adaptive import AdaptiveConv1d
 from adaptext.nn.qrnn import linear_scan
-from adaptext.optim import Adadelta, Adagrad, param_groups
+from adaptext.optim.rows import Adadelta, Adagrad, param_groups
 
 from conftest import collate_for, distil_small, registered_case
 from test_adaptive import C_IN, C_OUT, G, naive_forward, padded_batch

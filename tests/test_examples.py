@@ -7,7 +7,7 @@ import pytest
 
 from adaptext.data import readers as R
 from adaptext.data.batching import Encoder
-from adaptext.data.errors import BadLines, DataError
+from adaptext.errors import BadLines, DataError
 from adaptext.data.examples import (ContextsExample, ExampleKind, Location, PairExample, TextExample, TreeExample,
                                     TreePairExample, as_examples)
 from adaptext.data.text import LabelMap, Tokenizer, Vocab

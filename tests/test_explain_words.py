@@ -10,6 +10,7 @@ import torch
 import adaptext
 from adaptext.cli import main
 from adaptext.data.readers import read_trec_raw
+from adaptext.explain.highlight import explanation_html
 from adaptext.explain.words import integrated_gradients, per_example
 from adaptext.registry import get_entry, list_models
 from adaptext.training.run import train_run
@@ -112,6 +113,7 @@ def test_explain_words_command_writes_html_png_and_json(demo, tmp_path, capsys):
                                                                   ["how", "far", "is", "the", "moon", "?"]]
     page = (out / "words.html").read_text()
     assert "hamlet</span>" in page and "completeness" in page
+    assert all(explanation_html(r) in page for r in saved)     # the service's page colours words alike
     for k in (1, 2):
         assert (out / f"words_{k}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     capsys.readouterr()
@@ -122,15 +124,25 @@ def test_explain_words_command_writes_html_png_and_json(demo, tmp_path, capsys):
     assert "label 'NOPE' is not one of the run's" in capsys.readouterr().err
 
 
-def test_the_service_explains(demo):
+def test_the_service_explains(demo, monkeypatch):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
+    from adaptext import serve
+    from adaptext.errors import MissingResource
     from adaptext.serve import MAX_EXPLAIN, create_app
     client = TestClient(create_app(demo))
     r = client.post("/explain", json={"inputs": ["Who wrote Hamlet ?"], "label": "HUM"})
     assert r.status_code == 200
     rec = r.json()["explanations"][0]
     assert rec["target"] == "HUM" and rec["segments"][0]["tokens"] == ["who", "wrote", "hamlet", "?"]
+    assert rec.pop("html") == explanation_html(rec)           # the words coloured as words.html colours them
     assert client.post("/explain", json={"inputs": ["a"] * (MAX_EXPLAIN + 1)}).status_code == 422
     assert client.post("/explain", json={"inputs": ["a"], "label": "NOPE"}).status_code == 422
+
+    def without_captum(*args):
+        raise MissingResource("word attributions need Captum: pip install 'adaptext[explain]'")
+
+    monkeypatch.setattr(serve, "explained", without_captum)
+    missing = client.post("/explain", json={"inputs": ["Who wrote Hamlet ?"]})
+    assert missing.status_code == 501 and "need Captum" in missing.json()["detail"]

@@ -11,7 +11,7 @@ import torch
 
 import adaptext
 from adaptext.cli import main
-from adaptext.data.errors import DataError
+from adaptext.errors import DataError
 from adaptext.registry import get_entry, list_models
 from adaptext.training.run import train_run
 

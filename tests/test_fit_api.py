@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import bundled_examples
 
 import adaptext
 from adaptext.cli import main
-from adaptext.data.errors import DataError, UsageError
+from adaptext.errors import DataError, UsageError
 from adaptext.runs.files import writer_lock
 
 TINY = {"filters": 8, "embed_dim": 16, "epochs": 2, "seed": 3, "threads": 1}
@@ -42,7 +43,7 @@ def test_a_second_writer_of_a_run_directory_is_refused_and_the_first_keeps_it(tm
     with writer_lock(out):                        # another process training into it right now
         assert main(["train", "--out", str(out), "--epochs", "1", "--no-progress"]) == 2
         err = capsys.readouterr().err
-        assert "another adaptext process" in err and "is writing this run directory" in err
+        assert f"process {os.getpid()} (" in err and "is writing this run directory now; wait" in err
         assert not (out / "config.json").exists()
     with pytest.raises(DataError, match="is writing this run directory"):
         with writer_lock(out), writer_lock(out):

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from adaptext.cli import main
-from adaptext.data.errors import UsageError
+from adaptext.errors import UsageError
 from adaptext.training.run import train_run
 
 from conftest import bundled_examples, serving
@@ -102,7 +102,8 @@ def served(kim_run):
 
 def test_serve_says_where_it_listens(served, kim_run):
     url, first = served
-    assert first.strip() == f"serving {kim_run} on {url} (POST /predict, /explain; GET /health, /info)"
+    assert first.strip() == (f"serving {kim_run} on {url} (GET / a page to try it; POST /predict, /explain; "
+                             "GET /health, /info)")
 
 
 def test_a_body_over_the_limit_with_a_content_length_is_answered_422_not_reset(served):

@@ -6,7 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from adaptext.optim import OPTIMIZERS, Adadelta, Adagrad, param_groups
+from adaptext.optim import OPTIMIZERS
+from adaptext.optim.rows import Adadelta, Adagrad, param_groups
 
 
 class Bag(nn.Module):
@@ -89,7 +90,7 @@ def test_state_round_trip():
 def test_the_optimizer_choices_are_the_optimisers_that_can_be_built():
     """--optimizer offers exactly the names a run can build, each with the run's lr and weight
     decay on every parameter, the embedding matrix in a group of its own."""
-    from adaptext.runs.contract import OPTIONS
+    from adaptext.contract import OPTIONS
     assert OPTIONS["optimizer"].meta["choices"] == tuple(OPTIMIZERS)
     assert OPTIONS["optimizer"].default in OPTIMIZERS
     kinds = {"adam": torch.optim.Adam, "adagrad": Adagrad, "adadelta": Adadelta, "sgd": torch.optim.SGD}

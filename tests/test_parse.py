@@ -271,7 +271,7 @@ def test_a_bracketer_trained_with_silver_trees_keeps_their_repeated_words_only()
 def test_bad_silver_inputs_name_the_file_and_line_or_folder(tmp_path):
     """A malformed silver tree names its file and line; a teacher folder without a bracketer, and
     a text file with too few usable sentences, are named too."""
-    from adaptext.data.errors import DataError, UsageError
+    from adaptext.errors import DataError, UsageError
     from adaptext.parse.bracketer import Bracketer
     from adaptext.parse.silver import sentences_of
     from adaptext.parse.train import read_trees

@@ -8,7 +8,7 @@ import pytest
 from adaptext.data import readers as R
 from adaptext.data import tree_readers as T
 from adaptext.data.datasets import holdout, load_named
-from adaptext.data.errors import BadLines, DataError
+from adaptext.errors import BadLines, DataError
 from adaptext.data.examples import ContextsExample, PairExample, TextExample
 from adaptext.data.trees import tree_from_brackets
 

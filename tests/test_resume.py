@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from adaptext.runs.config import RunConfig
+from adaptext.config import RunConfig
 from adaptext.training.checkpoint import load_tree
 
 EVERY = 15

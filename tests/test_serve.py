@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from adaptext.data.errors import MissingResource
+from adaptext.errors import MissingResource
 from adaptext.serve import DynamicBatcher, ProcessBatcher, take_batch
 
 
@@ -149,7 +149,7 @@ def test_request_bodies_are_pydantic_models_that_answer_with_the_service_s_messa
     """The shape and the limits of a body are checked by its model, each refusal one line; the
     models document the bodies in the service's OpenAPI schema."""
     pytest.importorskip("fastapi")
-    from adaptext.data.errors import UsageError
+    from adaptext.errors import UsageError
     from adaptext.serve import MAX_CHARS, MAX_EXPLAIN, MAX_INPUTS
     from adaptext.serve_bodies import ExplainBody, PredictBody
     body = PredictBody.of({"inputs": ["a", {"text": "b", "pair": "c"}], "other": 1}, MAX_INPUTS, MAX_CHARS)

@@ -18,7 +18,7 @@ import pytest
 
 import adaptext
 from adaptext.cli import main
-from adaptext.data.errors import DataError
+from adaptext.errors import DataError
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "adaptext"
@@ -52,7 +52,7 @@ def test_old_config_json_reproduces_and_resumes_like_a_new_one(tmp_path, capsys)
 def test_adding_a_run_option_is_one_field():
     """Every run option's flag, help, check and resume rule come from its one declaration."""
     from adaptext.cli import train_parser
-    from adaptext.runs.contract import OPTIONS, RESUME_MAY_CHANGE, SECTIONS
+    from adaptext.contract import OPTIONS, RESUME_MAY_CHANGE, SECTIONS
     flags = {a.dest: a for a in train_parser("kim_cnn")._actions}
     for key, o in OPTIONS.items():
         assert key in flags and o.meta["help"].split(" [")[0] in flags[key].help, key
@@ -257,7 +257,7 @@ def test_the_service_shows_the_training_file_by_name_only(tmp_path):
 # ----------------------------------------------------------------------- layout
 INFERENCE = ["api.py", "cli.py", "serve.py", "export.py", "explain"]
 ENTRY_POINTS = ("adaptext.training", "adaptext.training.train_run", "adaptext.training.distill_run",
-                "adaptext.training.sweep_run")
+                "adaptext.training.sweep_run", "adaptext.training.logits_run")
 
 
 def _imports(path: Path) -> list[str]:
@@ -321,6 +321,81 @@ def test_no_import_cycle_inside_the_package():
     assert not cycles, cycles
 
 
+# The layers of the package, lowest first: a module imports only from its own layer or those below
+# (a name used only in annotations, under ``if TYPE_CHECKING``, is no import). The front door,
+# ``adaptext.load`` and the command line, stands on top; nothing inside the package goes through it.
+LAYERS = (("errors", "atomic", "tables", "memory", "pretrained", "optim"),
+          ("data",),
+          ("parse",),
+          ("contract", "config"),                      # the run options, declared: below the registry
+          ("nn", "registry", "models"),
+          ("runs",),                                   # run directories: spec, inference, splits, options
+          ("explain",),
+          ("api",),
+          ("training", "export"),
+          ("serve", "serve_bodies", "auto"),
+          ("adaptext", "cli"))
+
+
+def _layer(module: str) -> int:
+    part = module.split(".")[1] if "." in module else "adaptext"
+    return next(k for k, names in enumerate(LAYERS) if part in names)
+
+
+def _runtime_imports(path: Path) -> set:
+    """The package's modules a file imports when it runs: ``import``, ``from ... import`` and
+    ``importlib.import_module("...")``, inside functions too, not under ``if TYPE_CHECKING``."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and getattr(node.test, "id", None) == "TYPE_CHECKING" for n in ast.walk(node)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found |= {f"{module}.{a.name}" if _is_module(f"{module}.{a.name}") else module for a in node.names}
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module":
+            arg = node.args[0] if node.args else None
+            if isinstance(arg, ast.Constant):
+                found.add(arg.value)
+            elif isinstance(arg, ast.JoinedStr):           # f"{__name__}.{name}": a module of its own package
+                found.add(package)
+    return {m for m in found if m == "adaptext" or m.startswith("adaptext.")}
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        wrong += [f"{name} -> {m}" for m in _runtime_imports(path) if _layer(m) > _layer(name)]
+    assert not wrong, wrong
+
+
+def test_the_layer_test_sees_every_kind_of_import():
+    """An upward import by ``from``, by ``import``, inside a function or through importlib is
+    found; one under TYPE_CHECKING is not."""
+    probe = PACKAGE / "data" / "layer_probe.py"
+    text = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..api import Classifier\n"
+            "import adaptext.cli\ndef f():\n    from ..training import run\n"
+            "    import importlib\n    importlib.import_module('adaptext.serve')\n")
+    probe.write_text(text)
+    try:
+        assert _runtime_imports(probe) == {"adaptext.cli", "adaptext.training.run", "adaptext.serve"}
+    finally:
+        probe.unlink()
+
+
 def test_a_run_configuration_is_read_by_attribute_outside_the_options_module():
     """resolve() returns a typed RunConfig; only runs/options.py, which builds it from the flat
     mapping of defaults, file and flags, reads options by string key."""
@@ -332,7 +407,7 @@ def test_a_run_configuration_is_read_by_attribute_outside_the_options_module():
 
 
 def test_a_run_configuration_is_typed_and_frozen():
-    from adaptext.runs.config import RunConfig
+    from adaptext.config import RunConfig
     from adaptext.runs.options import resolve
     cfg = resolve({"model": "kim_cnn", "lr": 0.01, "filters": 20})
     assert isinstance(cfg, RunConfig) and cfg.lr == 0.01 and cfg.model_options["filters"] == 20
@@ -419,7 +494,7 @@ def test_every_column_option_is_declared_once():
     import dataclasses
 
     from adaptext.data.readers import ReadOptions
-    from adaptext.runs.contract import OPTIONS
+    from adaptext.contract import OPTIONS
     names = {f.name for f in dataclasses.fields(ReadOptions)}
     assert names == {"text_col", "pair_col", "contexts_col", "label_col", "label_sep"}
     assert {k: OPTIONS[k].default for k in names} == {f.name: f.default for f in dataclasses.fields(ReadOptions)}

@@ -12,7 +12,7 @@ import pytest
 from adaptext.cli import main
 from adaptext.data import store as S
 from adaptext.data.batching import Collator, Encoder, StoredItems
-from adaptext.data.errors import BadLines, DataError
+from adaptext.errors import BadLines, DataError
 from adaptext.data.loading import ItemDataset, batch_loader
 from adaptext.data.examples import ExampleKind, Location
 from adaptext.data.readers import read_file

@@ -130,6 +130,6 @@ def test_a_second_sweep_on_the_same_out_is_refused_while_the_first_runs(data, tm
     argv = ["sweep", "--grid", "lr=0.5,1.0", "--out", str(out), "--optimizer", "adadelta", *SHARED, *data]
     with writer_lock(out, "sweep"):                      # the first sweep, still running
         assert main(argv) == 2
-        assert "another adaptext process" in capsys.readouterr().err
+        assert f"process {os.getpid()} (" in capsys.readouterr().err
         assert not (out / "study.log").exists()
     assert main(argv) == 0                              # once it has finished, the folder is the sweep's again

@@ -10,7 +10,7 @@ from adaptext.data import readers as R
 from adaptext.data import tree_readers as T
 from adaptext.data.batching import Collator, Encoder
 from adaptext.data.embeddings import embedding_matrix, principal_components, read_vectors
-from adaptext.data.errors import UsageError
+from adaptext.errors import UsageError
 from adaptext.data.text import LabelMap, Tokenizer, Vocab, kim_clean
 from adaptext.runs import metrics as M
 

@@ -10,7 +10,7 @@ import torch
 
 import adaptext
 from adaptext.cli import main
-from adaptext.data.errors import DataError, UsageError
+from adaptext.errors import DataError, UsageError
 from adaptext.runs.inputs import InputReader
 from adaptext.training.run import train_run
 
@@ -573,7 +573,7 @@ def test_a_students_teacher_logits_are_computed_where_the_student_trains(tmp_pat
     assert devices == [gpu] and m["test"]["accuracy"] > 20
     masked = [TextExample("what is <unk> ?")]
     assert as_the_teacher_reads(adaptext.load(teacher), masked) == masked     # a word-level teacher's own <unk>
-    from adaptext.runs.config import RunConfig
+    from adaptext.config import RunConfig
     assert [prepare_device(RunConfig(accelerator=a)) for a in ("cpu", "auto", "gpu")] == ["cpu", gpu, gpu]
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import adaptext
 from adaptext.cli import main
-from adaptext.data.errors import DataError
+from adaptext.errors import DataError
 from adaptext.training.run import train_run
 
 pytest.importorskip("transformers")
@@ -183,7 +183,7 @@ def test_distillation_loss_follows_the_teacher():
     from adaptext.data.text import LabelMap
     from adaptext.training.module import ClassifierModule
     from adaptext.data.batching import Batch
-    from adaptext.runs.config import RunConfig
+    from adaptext.config import RunConfig
     cfg = RunConfig(distill_loss="mse", alpha=0.0, temperature=2.0)
     module = ClassifierModule(torch.nn.Linear(1, 1), cfg, LabelMap(["a", "b"]), None, None)
     soft = torch.tensor([[2.0, -1.0], [0.5, 0.5]])

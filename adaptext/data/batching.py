@@ -6,13 +6,16 @@ loading.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import torch
 
-from .errors import BadLines
+from ..errors import BadLines
 from .examples import ExampleKind
 from .text import LabelMap, Tokenizer, Vocab
+
+T = TypeVar("T")
 
 
 # ------------------------------------------------------------------ batch types
@@ -77,10 +80,12 @@ class Batch:
 
     @property
     def mask(self) -> torch.Tensor:
+        assert self.text is not None and self.lengths is not None, "only a batch of texts has a mask"
         return length_mask(self.lengths, self.text.shape[1])
 
     @property
     def pair_mask(self) -> torch.Tensor:
+        assert self.pair is not None and self.pair_lengths is not None, "only a batch of pairs has a pair mask"
         return length_mask(self.pair_lengths, self.pair.shape[1])
 
 
@@ -102,7 +107,7 @@ class EncodedTree:
 @dataclass
 class Item:
     index: int
-    label: object = None          # int, or list of ints (multi-label), or None
+    label: int | list[int] | None = None          # list of ints: multi-label
     text: np.ndarray | None = None
     pair: np.ndarray | None = None
     contexts: list | None = None
@@ -114,6 +119,7 @@ class Item:
     def length(self) -> int:
         if self.text is not None:
             return len(self.text) + (len(self.pair) if self.pair is not None else 0)
+        assert self.tree is not None, "an item has a text or a tree"
         return len(self.tree.words)
 
 
@@ -206,14 +212,15 @@ class StoredItems:
         self.label_map = (np.asarray([labels.index.get(n, -1) for n in store.label_names], dtype=np.int64)
                           if labels is not None and with_labels else None)
         positions = np.arange(len(split), dtype=np.int64)
-        if self.label_map is not None:
+        if self.label_map is not None and labels is not None:      # the map is made from the labels
             positions = self._labelled(split, positions, labels, bad or BadLines())
         self.positions, self.rows = positions, split.rows[positions]
 
     def _labelled(self, split, positions, labels: LabelMap, bad: BadLines) -> np.ndarray:
         """The positions whose labels the run knows; the others are reported to ``bad``."""
-        st = self.store
-        unknown = np.concatenate([[0], np.cumsum(self.label_map[st.labels] < 0)]) if len(st.labels) else np.zeros(1)
+        st, label_map = self.store, self.label_map
+        assert label_map is not None, "only a run with labels checks them"
+        unknown = np.concatenate([[0], np.cumsum(label_map[st.labels] < 0)]) if len(st.labels) else np.zeros(1)
         rows = split.rows
         wrong = unknown[st.label_offsets[1:][rows]] - unknown[st.label_offsets[:-1][rows]] > 0
         if not self.multilabel:
@@ -277,6 +284,14 @@ class StoredItems:
 
 
 # ------------------------------------------------------------------ collate
+def _every(values: list[T | None]) -> list[T]:
+    """One field of every item of a batch: a batch holds one kind of example, so a field its
+    first item has, every item has."""
+    present = [v for v in values if v is not None]
+    assert len(present) == len(values), "the items of a batch are of one kind"
+    return present
+
+
 def _pad(seqs, min_len: int = 1, fixed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
     if fixed:
@@ -319,7 +334,7 @@ class Collator:
     def __call__(self, items: list[Item]) -> Batch:
         b = Batch(index=torch.tensor([it.index for it in items], dtype=torch.int64))
         if items[0].soft is not None:                 # distillation: unlabelled transfer texts are -100
-            b.soft = torch.from_numpy(np.stack([it.soft for it in items]).astype(np.float32))
+            b.soft = torch.from_numpy(np.stack(_every([it.soft for it in items])).astype(np.float32))
             b.labels = torch.tensor([-100 if it.label is None else it.label for it in items], dtype=torch.int64)
         elif items[0].label is not None:
             if self.multilabel:
@@ -335,13 +350,14 @@ class Collator:
         if first.pair is not None:
             b.pair, b.pair_lengths = _pad([it.pair for it in items], self.min_length, self.fixed_length)
         if first.contexts is not None:
-            k = max(len(it.contexts) for it in items)
-            flat = [c for it in items for c in it.contexts + [np.zeros(0, np.int64)] * (k - len(it.contexts))]
+            contexts = _every([it.contexts for it in items])
+            k = max(len(cs) for cs in contexts)
+            flat = [c for cs in contexts for c in cs + [np.zeros(0, np.int64)] * (k - len(cs))]
             ctx, lens = _pad(flat, self.min_length, self.fixed_length)
             b.contexts = ctx.view(len(items), k, -1)
             b.context_lengths = lens.view(len(items), k)
         if first.tree is not None:
-            b.tree = _tree_batch([it.tree for it in items])
+            b.tree = _tree_batch(_every([it.tree for it in items]))
         if first.pair_tree is not None:
-            b.pair_tree = _tree_batch([it.pair_tree for it in items])
+            b.pair_tree = _tree_batch(_every([it.pair_tree for it in items]))
         return b

@@ -1,33 +1,31 @@
 """Where adaptext keeps what it computes once and reuses: token stores, transformer-derived
 vectors, teacher logits, parses. ``$ADAPTEXT_CACHE``, else ``~/.cache/adaptext``; ``adaptext cache``
-lists it and ``adaptext cache --clear`` empties it."""
+lists it and ``adaptext cache --clear`` empties it.
+
+The cache root may be a folder the user shares with other things (``$ADAPTEXT_CACHE=~/data``),
+so only the cache's own kinds, each a fixed folder name directly under the root, are ever listed
+or removed: a kind is never a path, and a kind folder that is a link loses the link, not what it
+points to."""
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
+
+from ..errors import UsageError
+
+KINDS = ("stores", "vectors", "teacher_logits", "parses")
 
 
 def cache_root() -> Path:
     return Path(os.environ.get("ADAPTEXT_CACHE") or Path.home() / ".cache" / "adaptext")
 
 
-@contextmanager
-def written_atomically(path: Path, suffix: str = ".tmp"):
-    """A fresh temporary file beside ``path`` for the block to write, then moved onto ``path``: a
-    killed write leaves no half entry, and processes filling the same entry at once (students
-    distilled side by side from one teacher, folds sharing a vocabulary) each write their own file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+def cache_dir(kind: str) -> Path:
+    """The folder of one kind of cached thing; the only way a path into the cache is made."""
+    if kind not in KINDS:
+        raise UsageError(f"{kind!r} is not a kind of the cache (choose from {', '.join(KINDS)})")
+    return cache_root() / kind
 
 
 def folder_size(path: Path) -> int:
@@ -36,20 +34,27 @@ def folder_size(path: Path) -> int:
 
 def entries() -> list[dict]:
     """One row per cached thing: its kind (the cache's subfolder), name and size in bytes."""
-    root = cache_root()
     rows = []
-    for kind in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
-        for item in sorted(kind.iterdir()):
+    for kind in KINDS:
+        folder = cache_dir(kind)
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        for item in sorted(folder.iterdir()):
             if item.name == "hashes.json":          # the stores' memo of file hashes, not an entry
                 continue
             size = folder_size(item) if item.is_dir() else item.stat().st_size
-            rows.append({"kind": kind.name, "name": item.name, "bytes": size, "path": str(item)})
+            rows.append({"kind": kind, "name": item.name, "bytes": size, "path": str(item)})
     return rows
 
 
 def clear(kind: str | None = None) -> int:
-    """Remove the cache (or one kind of it: stores, vectors, ...); the bytes freed."""
-    root = cache_root() / kind if kind else cache_root()
-    freed = folder_size(root)
-    shutil.rmtree(root, ignore_errors=True)
+    """Remove every kind of the cache, or one (stores, vectors, ...); the bytes freed. Nothing
+    else under the cache root is touched."""
+    freed = 0
+    for folder in [cache_dir(k) for k in (KINDS if kind is None else (kind,))]:
+        if folder.is_symlink():
+            folder.unlink()
+        elif folder.is_dir():
+            freed += folder_size(folder)
+            shutil.rmtree(folder)
     return freed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import re
 
-from .errors import BadLines
+from ..errors import BadLines
 
 
 class _Window:

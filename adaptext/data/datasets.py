@@ -10,14 +10,18 @@ import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from . import readers as R
 from . import tree_readers as T
-from .errors import BadLines, DataError
-from .examples import ExampleKind as K, TextExample
+from ..errors import BadLines, DataError
+from .examples import Example, ExampleKind as K, TextExample
+
+if TYPE_CHECKING:
+    from .store import StoredSplit
+    Split = list[Example] | StoredSplit      # a split's examples: in memory, or rows of a token store
 
 RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 HOLDOUT_SEED = 0
@@ -29,7 +33,7 @@ class DatasetInfo:
     kind: K
     description: str
     files: dict                       # split -> path relative to the data root
-    read: Callable                    # (path, bad) -> examples
+    read: Callable | None             # (path, bad) -> examples; None where every split is derived
     multilabel: bool = False
     builtin: bool = False
     derive: dict = field(default_factory=dict)   # split -> callable(root, bad) for derived splits
@@ -43,16 +47,16 @@ def _kim(names):
     return lambda p, bad: R.read_kim(p, bad, label_names=names)
 
 
-def _prefix_labels(groups):
+def _prefix_labels(groups: Sequence[str]) -> Callable[[str], tuple[str, ...]]:
     """A newsgroup with its prefixes shared by two or more groups (the hierarchy's inner
     nodes): comp.sys.mac.hardware -> (comp, comp.sys, comp.sys.mac.hardware)."""
-    counts: dict = {}
+    counts: dict[str, int] = {}
     for g in groups:
         parts = g.split(".")
         for k in range(1, len(parts)):
             counts[".".join(parts[:k])] = counts.get(".".join(parts[:k]), 0) + 1
 
-    def labels(g):
+    def labels(g: str) -> tuple[str, ...]:
         parts = g.split(".")
         pre = [".".join(parts[:k]) for k in range(1, len(parts)) if counts.get(".".join(parts[:k]), 0) >= 2]
         return tuple(pre + [g])
@@ -205,6 +209,7 @@ def read_split(name: str, split: str, data_dir=None, bad: BadLines | None = None
     path = root / info.files[split]
     if not path.exists():
         raise DataError(path, None, f"split {split!r} of {name} is missing under {root}")
+    assert info.read is not None, f"{name} names a file for a split it derives"
     return info.read(path, bad)
 
 
@@ -215,7 +220,7 @@ def label_keys(examples) -> list:
     return [ex.label if not isinstance(ex.label, tuple) else ex.label[-1] for ex in examples]
 
 
-def take(examples, positions):
+def take(examples: Split, positions: Sequence[int]) -> Split:
     """The examples at ``positions``, as the same kind of sequence (a list, or a store's split)."""
     if hasattr(examples, "subset"):
         return examples.subset(positions)
@@ -245,11 +250,27 @@ def cv_folds(examples, k: int = 10, seed: int = 0):
     return [(tr.tolist(), te.tolist()) for tr, te in skf.split(np.zeros(len(y)), y)]
 
 
+def check_sources(data: str | None, dev: str | None = None, test: str | None = None) -> None:
+    """Refuse a training source that is neither a file nor a named dataset, and a --dev or --test
+    that is not a file, before anything is read."""
+    if data and data not in DATASETS and not Path(data).is_file():
+        _not_a_source(data)
+    for path in (dev, test):
+        if path and not Path(path).is_file():
+            raise DataError(path, None, "a directory, not a file" if Path(path).is_dir() else "no such file")
+
+
+def _not_a_source(name: str) -> None:
+    if Path(name).is_dir():
+        raise DataError(name, None, "a directory, not a file")
+    if Path(name).suffix or "/" in name or "\\" in name:          # meant as a file
+        raise DataError(name, None, "no such file")
+    raise DataError(name, None, f"unknown dataset; named datasets: {', '.join(DATASETS)} (or pass a file path)")
+
+
 def load_named(name: str, data_dir=None, on_bad_line: str = "error", cv: int = 0, cv_seed: int = 0) -> Splits:
     if name not in DATASETS:
-        if Path(name).suffix or "/" in name or "\\" in name:          # meant as a file
-            raise DataError(name, None, "no such file")
-        raise DataError(name, None, f"unknown dataset; named datasets: {', '.join(DATASETS)} (or pass a file path)")
+        _not_a_source(name)
     info = DATASETS[name]
     bad = BadLines(on_bad_line)
     train = read_split(name, "train", data_dir, bad)
@@ -311,7 +332,8 @@ def dataset_table(data_dir=None):
 
 def _split_sizes(name: str, info: DatasetInfo, data_dir) -> tuple[dict, int | None]:
     status = split_status(name, data_dir)
-    sizes, classes = {}, None
+    sizes: dict[str, int | str] = {}
+    classes: int | None = None
     for split in ("train", "dev", "test"):
         if split not in status:
             sizes[split] = "10% of train" if split == "dev" and not info.cv else "-"

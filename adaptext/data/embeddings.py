@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .errors import BadLines, DataError, UsageError
+from ..errors import BadLines, DataError, UsageError
 
 
 @dataclass

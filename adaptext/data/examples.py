@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Iterable, Protocol, Sequence, Union
 
-from .errors import UsageError
+from ..errors import UsageError
 from .trees import Tree
 
-Label = Union[str, tuple, None]
+Label = Union[str, tuple[str, ...], None]
 
 
 class ExampleKind(enum.StrEnum):
@@ -76,8 +76,9 @@ class _Located:
     """What every example class shares: a ``where`` given as a string (a label, as user code
     writes it) is held as the Location of that label, so readers of ``where`` meet one type."""
     __slots__ = ()
+    where: Location
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if isinstance(self.where, str):
             object.__setattr__(self, "where", Location(self.where))
 
@@ -89,9 +90,13 @@ class TextExample(_Located):
     where: Location = field(default=NOWHERE, compare=False)
     kind = ExampleKind.TEXT
 
-    def texts(self) -> tuple:
+    def texts(self) -> tuple[str, ...]:
         """The plain texts of the example, in order."""
         return (self.text,)
+
+    def as_input(self) -> str:
+        """The example as a run reads an input to predict (``Classifier.predict``, the service)."""
+        return self.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,21 +108,27 @@ class PairExample(_Located):
     where: Location = field(default=NOWHERE, compare=False)
     kind = ExampleKind.PAIR
 
-    def texts(self) -> tuple:
+    def texts(self) -> tuple[str, ...]:
         return self.text, self.pair
+
+    def as_input(self) -> dict[str, str]:
+        return {"text": self.text, "pair": self.pair}
 
 
 @dataclass(frozen=True, slots=True)
 class ContextsExample(_Located):
     """A text with a list of contexts (a claim with several pieces of evidence)."""
     text: str
-    contexts: tuple
+    contexts: tuple[str, ...]
     label: Label = None
     where: Location = field(default=NOWHERE, compare=False)
     kind = ExampleKind.CONTEXTS
 
-    def texts(self) -> tuple:
+    def texts(self) -> tuple[str, ...]:
         return (self.text, *self.contexts)
+
+    def as_input(self) -> dict[str, str | list[str]]:
+        return {"text": self.text, "contexts": list(self.contexts)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +144,11 @@ class TreeExample(_Located):
     def text(self) -> str:
         return " ".join(self.tree.leaves())
 
-    def texts(self) -> tuple:
+    def texts(self) -> tuple[str, ...]:
         """The parse's words as one text."""
         return (self.text,)
 
-    def trees(self) -> tuple:
+    def trees(self) -> tuple[Tree, ...]:
         return (self.tree,)
 
 
@@ -154,18 +165,23 @@ class TreePairExample(_Located):
     def text(self) -> str:
         return " ".join(self.tree.leaves())
 
-    def texts(self) -> tuple:
+    def texts(self) -> tuple[str, ...]:
         """The words of each parse as one text: the tree's, then the pair's."""
         return self.text, " ".join(self.pair.leaves())
 
-    def trees(self) -> tuple:
+    def trees(self) -> tuple[Tree, ...]:
         return self.tree, self.pair
 
 
 Example = Union[TextExample, PairExample, ContextsExample, TreeExample, TreePairExample]
 
 
-def kind_of(examples) -> ExampleKind:
+class Locates(Protocol):
+    """Rows that say where each comes from without being built (a split of a token store)."""
+    def where(self, k: int) -> Location: ...
+
+
+def kind_of(examples: Iterable[Example]) -> ExampleKind:
     """The one kind shared by a list of examples (mixing kinds is an error)."""
     kinds = {ex.kind for ex in examples}
     if len(kinds) != 1:
@@ -173,16 +189,16 @@ def kind_of(examples) -> ExampleKind:
     return kinds.pop()
 
 
-def is_multilabel(examples) -> bool:
+def is_multilabel(examples: Iterable[Example]) -> bool:
     return any(isinstance(ex.label, tuple) for ex in examples)
 
 
-def where_of(examples, k: int) -> Location:
+def where_of(examples: Sequence[Example] | Locates, k: int) -> Location:
     """The location of example ``k`` of a list, or of a split of a token store."""
     return examples.where(k) if hasattr(examples, "where") else examples[k].where
 
 
-def as_examples(items) -> list:
+def as_examples(items: Iterable[Any]) -> list[Example]:
     """Examples as given, or made from tuples: ``(text, label)`` a text, ``(text, pair, label)``
     a pair; a tuple of another length is refused, naming its position."""
     out = []

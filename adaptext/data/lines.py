@@ -8,7 +8,7 @@ import gzip
 from pathlib import Path
 from typing import Iterator
 
-from .errors import BadLines, DataError
+from ..errors import BadLines, DataError
 from .examples import Location
 
 

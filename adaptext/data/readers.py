@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from .csvrows import csv_rows
-from .errors import BadLines, DataError, UsageError
+from ..errors import BadLines, DataError, UsageError
 from .examples import ContextsExample, PairExample, TextExample
 from .lines import iter_lines, location, text_lines
 from .tree_readers import read_sst_trees
@@ -333,7 +333,7 @@ def _column(default, help: str, aliases: tuple = ()):
 @dataclass(frozen=True)
 class ReadOptions:
     """What the user said about a file's columns (csv, tsv, jsonl). Declared here once: the run
-    options of the same names (``runs.contract``) are these fields, with their help."""
+    options of the same names (``contract``) are these fields, with their help."""
     text_col: str = _column("text", "CSV/TSV/JSONL column or field of the text")
     pair_col: str | None = _column(None, "column or field of the second text (pairs)", aliases=("--text-pair-col",))
     contexts_col: str | None = _column(None, "JSONL field holding a list of context texts")
@@ -441,18 +441,23 @@ def _sst_trees(path, bad, encoding, o):
 FORMATS = ("auto", *_FORMATS)
 
 
+def format_by_name(path) -> str | None:
+    """The format ``path``'s name says (``reviews.csv.gz``: csv), or None if it says none."""
+    name = Path(path).name.lower().removesuffix(".gz")
+    return next((f.name for f in _FORMATS.values() if f.by_name and f.by_name(path, name)), None)
+
+
 def detect_format(path) -> str:
     """The format of ``path``: by its name, else by its first non-blank lines."""
-    name = Path(path).name.lower().removesuffix(".gz")
-    for f in _FORMATS.values():
-        if f.by_name and f.by_name(path, name):
-            return f.name
+    named = format_by_name(path)
+    if named:
+        return named
     head = [line for _, line in itertools.islice(
         ((i, l) for i, l in iter_lines(path, "auto") if l.strip()), SNIFF_LINES)]
     if not head:
         raise DataError(path, None, "the file is empty")
-    rules = sorted((f for f in _FORMATS.values() if f.by_content), key=lambda f: f.rank)
-    return next(f.name for f in rules if f.by_content(head))
+    rules = sorted(_FORMATS.values(), key=lambda f: f.rank)
+    return next(f.name for f in rules if f.by_content and f.by_content(head))
 
 
 def _is_nli(path) -> bool:
@@ -466,13 +471,18 @@ def _is_nli(path) -> bool:
     return isinstance(obj, dict) and {"sentence1", "sentence2", "gold_label"} <= obj.keys()
 
 
-def file_format(path, fmt: str = "auto", encoding: str | None = None) -> Format:
-    """The format a file is read in: ``fmt``, or with ``auto`` guessed from its name and content."""
+def check_encoding(encoding: str | None) -> None:
+    """Refuse an encoding Python does not know (None: the reader's default; auto: UTF-8, else cp1252)."""
     if encoding and encoding != "auto":
         try:
             codecs.lookup(encoding)
         except LookupError:
             raise UsageError(f"unknown encoding {encoding!r} (e.g. utf-8, cp1252, latin-1, or auto)") from None
+
+
+def file_format(path, fmt: str = "auto", encoding: str | None = None) -> Format:
+    """The format a file is read in: ``fmt``, or with ``auto`` guessed from its name and content."""
+    check_encoding(encoding)
     if fmt != "auto" and fmt not in _FORMATS:
         raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
     return _FORMATS[detect_format(path) if fmt == "auto" else fmt]

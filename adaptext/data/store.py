@@ -29,15 +29,16 @@ import os
 import shutil
 import time
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-from .cache import cache_root
-from .errors import BadLines, DataError
+from ..atomic import write_atomic
+from .cache import cache_dir
+from ..errors import BadLines, DataError
 from .examples import ExampleKind, Location
 from .readers import ReadOptions, file_format
 from .text import Tokenizer, TokenizerConfig
@@ -49,7 +50,7 @@ PROGRESS_FROM = 16 << 20      # and files this large show a progress bar
 
 
 def stores_dir() -> Path:
-    return cache_root() / "stores"
+    return cache_dir("stores")
 
 
 # ------------------------------------------------------------------ the store, read
@@ -66,7 +67,7 @@ class TokenStore:
         load = lambda name: np.load(self.folder / f"{name}.npy")
         self.segments, self.examples, self.lines = load("segments"), load("examples"), load("lines")
         self.labels, self.label_offsets, self.label_kinds = load("labels"), load("label_offsets"), load("label_kinds")
-        self._strings = None
+        self._strings: list[str] | None = None
 
     @property
     def kind(self) -> ExampleKind:
@@ -183,10 +184,7 @@ def content_hash(path: Path) -> str:
             while block := f.read(8 << 20):
                 h.update(block)
         memo[stamp] = h.hexdigest()
-        memo_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = memo_file.with_name(f"hashes.{os.getpid()}.json")
-        tmp.write_text(json.dumps(memo))
-        os.replace(tmp, memo_file)
+        write_atomic(memo_file, json.dumps(memo))
     return memo[stamp]
 
 
@@ -234,7 +232,8 @@ class _Tokens:
 
     def encode(self, texts: list) -> tuple:
         start = len(self.ids)
-        ids, lengths = [], np.empty(len(texts), dtype=np.int64)
+        ids: list[int] = []
+        lengths = np.empty(len(texts), dtype=np.int64)
         get = self.ids.setdefault
         for k, text in enumerate(texts):
             toks = self.tokenize(text)
@@ -253,6 +252,7 @@ def _start_worker(config: dict) -> None:
 
 
 def _encode_in_worker(texts: list) -> tuple:
+    assert _WORKER is not None, "runs in a pool whose initializer made the worker's tokens"
     return _WORKER.encode(texts)
 
 
@@ -271,7 +271,7 @@ class _Builder:
         self.maps: dict = {}               # worker pid -> its ids -> store ids
         self.label_index: dict = {}
         self.counts = np.zeros(0, np.int64)     # how often each token occurs in the whole file
-        self.parts = {name: [] for name in ("segments", "examples", "labels", "label_counts", "label_kinds",
+        self.parts: dict[str, list] = {name: [] for name in ("segments", "examples", "labels", "label_counts", "label_kinds",
                                             "lines")}
         self.kind = None
 
@@ -299,8 +299,10 @@ class _Builder:
             local = _Tokens(self.tokenizer)
             for chunk in _chunks(examples):
                 self._write(chunk, local.encode(self._texts(chunk)), out, bar)
-            return bar.close() if bar else None
-        pending = deque()
+            if bar:
+                bar.close()
+            return
+        pending: deque[tuple[list, Future[tuple]]] = deque()
         with ProcessPoolExecutor(self.workers, initializer=_start_worker, initargs=(self.tokenizer,)) as pool:
             for chunk in _chunks(examples):
                 pending.append((chunk, pool.submit(_encode_in_worker, self._texts(chunk))))
@@ -370,7 +372,8 @@ class _Recording(BadLines):
 
     def __init__(self, bad: BadLines):
         super().__init__(bad.policy)
-        self.bad, self.problems = bad, []
+        self.bad = bad
+        self.problems: list[tuple[str, int | None, str]] = []
 
     def __call__(self, path, line, problem) -> None:
         self.problems.append((str(path), line, problem))

@@ -28,7 +28,8 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from .errors import MissingResource, UsageError
+from ..atomic import write_atomic
+from ..errors import MissingResource, UsageError
 from .examples import TreeExample, TreePairExample
 from .trees import Tree
 
@@ -141,7 +142,10 @@ class PhraseLabeller:
     @classmethod
     def fit(cls, trees, backoff=("right", "left")) -> "PhraseLabeller":
         """Count parent tags over every inner node of tagged binary trees."""
-        pair, left, right, glob = defaultdict(Counter), defaultdict(Counter), defaultdict(Counter), Counter()
+        pair: defaultdict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+        left: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        right: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        glob: Counter[str] = Counter()
         for t in trees:
             for i in range(len(t)):
                 l, r = t.left[i], t.right[i]
@@ -171,10 +175,7 @@ class PhraseLabeller:
         return cls(pair, d["left"], d["right"], d["default"], d.get("backoff", ("right", "left")))
 
     def save(self, path) -> None:
-        path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(self.to_json(), separators=(",", ":"), sort_keys=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(self.to_json(), separators=(",", ":"), sort_keys=False) + "\n")
 
     @classmethod
     def load_default(cls) -> "PhraseLabeller":
@@ -202,7 +203,8 @@ def tag_tree(tree: Tree, tagger, labeller: PhraseLabeller) -> Tree:
     pos = tagger(words)
     if len(pos) != len(words):
         raise ValueError(f"the tagger gave {len(pos)} tags for {len(words)} tokens")
-    tags, k = [None] * len(tree), 0
+    tags: list[str | None] = [None] * len(tree)
+    k = 0
     for i in range(len(tree)):
         if tree.left[i] < 0:
             tags[i] = pos[k]
@@ -216,7 +218,7 @@ def tag_examples(examples, tagger=None, labeller: PhraseLabeller | None = None) 
     """Tagged copies of ``TreeExample`` / ``TreePairExample`` lists (both trees of a pair)."""
     tagger = tagger or get_tagger("nltk")
     labeller = labeller or PhraseLabeller.load()
-    out = []
+    out: list[TreeExample | TreePairExample] = []
     for ex in examples:
         if isinstance(ex, TreePairExample):
             out.append(replace(ex, tree=tag_tree(ex.tree, tagger, labeller), pair=tag_tree(ex.pair, tagger, labeller)))
@@ -242,7 +244,7 @@ def read_treebank(zip_path=None, files=None) -> list[Tree]:
 
     zip_path = Path(zip_path) if zip_path is not None else default_treebank()
     wanted = None if files is None else {f"wsj_{n:04d}.mrg" for n in files}
-    trees = []
+    trees: list[Tree] = []
     with zipfile.ZipFile(zip_path) as z, tempfile.TemporaryDirectory() as tmp:
         names = sorted(n for n in z.namelist() if "/combined/" in n and n.endswith(".mrg")
                        and (wanted is None or n.rsplit("/", 1)[-1] in wanted))
@@ -274,7 +276,7 @@ def evaluate_on_treebank(zip_path=None, tagger="nltk", train_files=TRAIN_FILES, 
     """
     train, test = read_treebank(zip_path, train_files), read_treebank(zip_path, test_files)
     tag = get_tagger(tagger) if isinstance(tagger, str) else tagger
-    out = {"train_trees": len(train), "test_trees": len(test)}
+    out: dict[str, float] = {"train_trees": len(train), "test_trees": len(test)}
     ok = n = 0
     predicted = []
     for t in test:

@@ -114,7 +114,7 @@ class Vocab:
 
     @classmethod
     def build(cls, token_lists, min_freq: int = 1, max_size: int | None = None) -> "Vocab":
-        counts = Counter()
+        counts: Counter[str] = Counter()
         for toks in token_lists:
             counts.update(toks)
         return cls.from_counts(counts.items(), min_freq, max_size)
@@ -150,7 +150,8 @@ class LabelMap:
 
     @classmethod
     def from_examples(cls, examples) -> "LabelMap":
-        seen, multi = set(), False
+        seen: set[str] = set()
+        multi = False
         for ex in examples:
             if isinstance(ex.label, tuple):
                 multi = True

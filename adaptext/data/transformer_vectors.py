@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TypeGuard
 
 import torch
 
-from .cache import cache_root, written_atomically
+from ..atomic import written_atomically
+from .cache import cache_dir as kind_dir
 
 from .embeddings import Coverage
 
@@ -27,7 +29,7 @@ BATCH = 32
 MAX_PIECES = 256          # pieces of one text read in context; longer texts are cut
 
 
-def is_transformer_spec(spec) -> bool:
+def is_transformer_spec(spec: object) -> TypeGuard[str]:
     return isinstance(spec, str) and (spec == PREFIX or spec.startswith(PREFIX + ":"))
 
 
@@ -37,7 +39,7 @@ def encoder_name(spec: str) -> str:
 
 
 def cache_dir() -> Path:
-    return cache_root() / "vectors"
+    return kind_dir("vectors")
 
 
 def transformer_vectors(vocab, spec: str, token_lists, log=print, device: str = "cpu") -> tuple[torch.Tensor, Coverage]:
@@ -87,7 +89,8 @@ def _accumulate(tok, enc, texts: list[list[str]], vocab, sums, counts) -> None:
                 return_tensors="pt")
     states = enc(**batch.to(enc.device)).last_hidden_state.double().cpu()     # [B, P, D]
     for b, words in enumerate(texts):
-        row, pieces = {}, batch.word_ids(b)
+        row: dict[int, list[int]] = {}
+        pieces = batch.word_ids(b)
         for p, w in enumerate(pieces):
             if w is not None:
                 row.setdefault(w, []).append(p)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import BadLines, DataError
+from ..errors import BadLines, DataError
 from .examples import TextExample, TreeExample, TreePairExample
 from .lines import iter_lines, location, read_text
 from .trees import tree_from_brackets, tree_from_parents
@@ -71,7 +71,8 @@ def read_ptb_file(path, bad: BadLines | None = None, encoding: str = "utf-8"):
     phrase tags inside, -NONE- elements and function tags removed, binarised."""
     bad = bad or BadLines()
     text = read_text(path, encoding, bad)
-    out, depth, start, buf, line = [], 0, 1, [], 1
+    out, depth, start, line = [], 0, 1, 1
+    buf: list[str] = []
     for ch in text:
         if ch == "\n":
             line += 1

@@ -81,7 +81,8 @@ class TreeBuilder:
 
 # ---------------------------------------------------------------- PTB brackets
 def _tokenize_brackets(s: str) -> list[str]:
-    out, buf = [], []
+    out: list[str] = []
+    buf: list[str] = []
     for ch in s:
         if ch in "()":
             if buf:
@@ -208,7 +209,7 @@ def tree_from_brackets(s: str, labels_are: str = "labels", clean: bool = False) 
             if labels_are == "labels":
                 b.labels[i] = label if label is not None else b.labels[i]
             else:
-                b.tags[i] = label if label is not None and not b.is_leaf_tag(i) else b.tags[i]
+                b.tags[i] = label if label is not None and not is_leaf(i) else b.tags[i]
             return i
         idx = [walk(k) if not isinstance(k, str) else put(label, None, word=k) for k in kids]
         # right-branching binarisation of n-ary nodes
@@ -217,7 +218,9 @@ def tree_from_brackets(s: str, labels_are: str = "labels", clean: bool = False) 
             right = put(label, None, left=idx[j], right=right)
         return right
 
-    b.is_leaf_tag = lambda i: b.left[i] < 0   # leaves keep their POS tag through unary chains
+    def is_leaf(i):                  # leaves keep their POS tag through unary chains
+        return b.left[i] < 0
+
     walk(nested)
     return b.build()
 

@@ -15,12 +15,13 @@ figures themselves):
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..data.errors import UsageError
+from ..errors import UsageError
 from ..data.examples import ExampleKind
 
 
@@ -141,7 +142,7 @@ def attention_figures(model, batch, tokens_text, tokens_context) -> dict[str, Fi
 def explain_run(clf, run_dir, text: str, contexts: list, out_dir) -> list[Path]:
     """The attention plots of a trained attentive-convolution run for one text (and its
     context or contexts, as the run reads them)."""
-    from ..data.errors import DataError
+    from ..errors import DataError
     run = run_dir
     if not clf.model.explains:
         raise DataError(run, None, f"{clf.config.model} has no attention to show (use an attconv run)")
@@ -152,7 +153,8 @@ def explain_run(clf, run_dir, text: str, contexts: list, out_dir) -> list[Path]:
         if contexts:
             raise DataError(run, None, "this model reads single texts and attends within the text: "
                                        "drop --context (a pair or contexts run attends to a context)")
-        inputs, ctx_tokens = [text], None
+        inputs: list[str | dict[str, Any]] = [text]
+        ctx_tokens: list[str] | list[list[str]] | None = None
     elif not contexts:
         raise DataError(run, None, f"this {clf.kind} model needs --context")
     elif clf.kind == ExampleKind.PAIR:

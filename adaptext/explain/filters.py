@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..data.batching import length_mask
-from ..data.errors import UsageError
+from ..errors import UsageError
 
 
 def first_block(model):
@@ -82,10 +82,11 @@ def plot_filters(gen: np.ndarray, classes: list, label_names: list, out_png, sta
 def explain_run(clf, run_dir, out_dir, data=None, split: str = "test", per_class: int = 40,
                 baseline=None) -> list[Path]:
     """t-SNE of the filters an adaptive CNN run generates for up to ``per_class`` texts of each
-    class of a split (the run's own, or of ``data``), beside a static ``baseline`` run's."""
+    class of a split (the run's own, or of ``data``), beside those of a static ``baseline`` (a
+    loaded run, e.g. kim_cnn)."""
     import random
 
-    from ..data.errors import DataError
+    from ..errors import DataError
     from ..runs.evaluate import run_examples
     first_block(clf.model)                   # not an adaptive CNN: said before any data is read
     if clf.labels.multilabel:
@@ -106,9 +107,8 @@ def explain_run(clf, run_dir, out_dir, data=None, split: str = "test", per_class
     items = clf.encoder.encode(chosen)
     gen = generated_filters(clf.model, clf.collate(items))
     static = None
-    if baseline:
-        from .. import load
-        static = static_filters(load(baseline).model)
+    if baseline is not None:
+        static = static_filters(baseline.model)
     title = f"{clf.config.model} ({clf.config.model_options.get('generation', '')}) on {name}: generated filters"
     return [plot_filters(gen, [it.label for it in items], clf.labels.labels, Path(out_dir) / "filters_tsne.png",
                          static, title=title)]

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..data.errors import UsageError
+from ..errors import UsageError
 from ..data.examples import ExampleKind
 
 
@@ -104,7 +104,8 @@ def top_node_types(model, loader_or_batches, k: int = 10, tag_names=None, min_co
     """For each z_u dimension, the ``k`` node types (children's tags ``left+right``) of highest
     mean activation over the batches (both trees of pair batches), among types seen at least
     ``min_count`` times: ``{dim: [{"type", "left", "right", "mean", "count"}, ...]}``."""
-    sums, counts = None, None
+    sums: dict[tuple[int, int], torch.Tensor] = {}
+    counts: dict[tuple[int, int], int] = {}
     for batch in loader_or_batches:
         for tb in (batch.tree, batch.pair_tree):
             if tb is None:
@@ -122,8 +123,6 @@ def top_node_types(model, loader_or_batches, k: int = 10, tag_names=None, min_co
             uniq, inv = torch.unique(key, return_inverse=True)
             s = torch.zeros(len(uniq), z.shape[1], dtype=torch.float64).index_add_(0, inv, z[inner])
             c = torch.bincount(inv, minlength=len(uniq))
-            if sums is None:
-                sums, counts = {}, {}
             for u, row, cnt in zip(uniq.tolist(), s, c.tolist()):
                 pair = (u // T, u % T)
                 sums[pair] = sums.get(pair, 0) + row
@@ -150,7 +149,7 @@ def explain_run(clf, run_dir, out_dir, tree: str, dim: int = 0, data=None, split
     import json
 
     from ..data.loading import batch_loader
-    from ..data.errors import DataError
+    from ..errors import DataError
     from ..runs.evaluate import run_examples
     from ..runs.pipeline import tag
     if not clf.kind.is_tree:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.errors import UsageError
+from ..errors import UsageError
 from ..runs.inputs import as_input_list
+from .highlight import explanation_html
 from .words import TOLERANCE, check_explainable, check_steps, integrated_gradients, per_example
 
 MAX_PNGS = 20
@@ -90,25 +91,11 @@ def write_report(records: list[dict], out_dir) -> list[Path]:
     return paths
 
 
-def _colour(score: float, scale: float) -> str:
-    """Green for words that raise the explained logit, red for those that lower it."""
-    a = min(abs(score) / scale, 1.0) if scale > 0 else 0.0
-    return f"rgba(0,150,60,{a:.2f})" if score >= 0 else f"rgba(210,40,40,{a:.2f})"
-
-
 def _html(records: list[dict]) -> str:
-    blocks = []
-    for rec in records:
-        scale = max((abs(v) for s in rec["segments"] for v in s["scores"]), default=0.0)
-        rows = []
-        for seg in rec["segments"]:
-            words = " ".join(f'<span title="{v:+.4f}" style="background:{_colour(v, scale)}">{html.escape(t)}</span>'
-                             for t, v in zip(seg["tokens"], seg["scores"]))
-            rows.append(f"<p><b>{html.escape(seg['name'])}</b>: {words}</p>")
-        blocks.append(f"<div class=ex><h3>toward {html.escape(rec['target'])}</h3>{''.join(rows)}"
-                      f"<p class=check>{_check_line(rec)}</p></div>")
+    blocks = [f"<div class=ex><h3>toward {html.escape(rec['target'])}</h3>{explanation_html(rec)}"
+              f"<p class=check>{_check_line(rec)}</p></div>" for rec in records]
     return ("<!doctype html><meta charset=utf-8><title>word attributions</title>"
-            "<style>body{font-family:sans-serif;max-width:60em}span{padding:1px 2px;border-radius:3px}"
+            "<style>body{font-family:sans-serif;max-width:60em}"
             ".check{color:#555;font-size:90%}.ex{border-bottom:1px solid #ccc;margin-bottom:1em}</style>"
             "<h2>Integrated gradients over the word vectors</h2>"
             "<p>Green words raise the logit of the explained label, red ones lower it; hover for the score. "

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..data.errors import MissingResource, UsageError
+from ..errors import MissingResource, UsageError
 from ..runs.pipeline import logits_of
 
 TOLERANCE = 0.01       # the gap as a share of |logit(x) - logit(x')|

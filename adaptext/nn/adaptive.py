@@ -84,6 +84,9 @@ def conv1d_per_sample(x: torch.Tensor, filters: torch.Tensor, bias: torch.Tensor
 
 class FilterGenerator(nn.Module):
     """Context vector c [B, out_dim] of a block input (Section 3.1, Eqs. 1-3)."""
+    fwd: nn.GRU | None                  # gru: the forward and backward GRUs
+    bwd: nn.GRU | None
+    query: nn.Parameter | None          # gru and attention-only: the query of Eq. 2
 
     def __init__(self, in_dim: int, context_dim: int = 600, context: str = "gru"):
         super().__init__()
@@ -113,11 +116,13 @@ class FilterGenerator(nn.Module):
             return (x * m).sum(1) / m.sum(1).clamp_min(1.0)
         h = x
         if self.kind == "gru":
+            assert self.fwd is not None and self.bwd is not None, "a gru context has its GRUs"
             x = x.contiguous()                                              # (a [B, C, T] block input, transposed)
             h_fwd, _ = self.fwd(x)                                          # [B, T, g/2]
             rev = _reverse_index(mask)                                      # [B, T]
             h_bwd, _ = self.bwd(_take(x, rev))
             h = torch.cat([h_fwd, _take(h_bwd, rev)], dim=-1)               # Eq. 1: [B, T, g]
+        assert self.query is not None, "every context but the mean attends with a query"
         score = (h @ self.query).masked_fill(~mask, float("-inf"))        # Eq. 2
         alpha = torch.softmax(score, dim=1)
         return torch.einsum("bt,btd->bd", alpha, h)                         # Eq. 3: [B, g]
@@ -156,7 +161,7 @@ class AdaptiveConv1d(nn.Module):
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size, self.padding, self.generation = kernel_size, padding, generation
         self.generator = FilterGenerator(in_channels, context_dim, context) if own_context else None
-        g = self.generator.out_dim if own_context else context_dim
+        g = self.generator.out_dim if self.generator is not None else context_dim
         self.context_dim = g
         fan_in = in_channels * kernel_size
         if generation == "full":

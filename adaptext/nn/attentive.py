@@ -49,6 +49,9 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 class Matching(nn.Module):
     """f_e(s_i, f_j) for every pair of positions: s [B, T, Ds], f [B, Ty, Df] -> [B, T, Ty]."""
+    W_e: nn.Parameter | nn.Linear        # bilinear: the matrix [Ds, Df]; additive: the source's map
+    U_e: nn.Linear                       # additive only, as v
+    v: nn.Linear
 
     def __init__(self, kind: str, source_dim: int, focus_dim: int, att_dim: int = 300):
         super().__init__()
@@ -68,10 +71,13 @@ class Matching(nn.Module):
     def forward(self, s: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
         if self.kind == "dot":
             return s @ f.transpose(1, 2)                                   # [B, T, Ty]
+        W_e = self.W_e
         if self.kind == "bilinear":
-            return (s @ self.W_e) @ f.transpose(1, 2)                      # [B, T, Ty]
+            assert isinstance(W_e, nn.Parameter), "bilinear matching's W_e is a matrix"
+            return (s @ W_e) @ f.transpose(1, 2)                           # [B, T, Ty]
         # additive: v^T tanh(W_e s_i + U_e f_j); memory B x T x Ty x att_dim
-        z = torch.tanh(self.W_e(s)[:, :, None, :] + self.U_e(f)[:, None, :, :])
+        assert isinstance(W_e, nn.Linear), "additive matching's W_e is a linear map"
+        z = torch.tanh(W_e(s)[:, :, None, :] + self.U_e(f)[:, None, :, :])
         return self.v(z).squeeze(-1)                                       # [B, T, Ty]
 
 
@@ -169,6 +175,7 @@ class AttentiveConv1d(nn.Module):
         if y is None:                                                        # intra-context
             focus, y_mask = source, x_mask
         else:
+            assert y_mask is not None, "a context comes with its mask"
             focus = self.source(y, y_mask)                                   # [B, Ty, F]
         return self.attend(source, self.beneficiary(x, x_mask), x_mask, focus, y_mask, return_attention)
 

@@ -18,7 +18,18 @@ MODES = ("rand", "static", "non-static", "multichannel")
 TABLE_BYTES = 256 * 2 ** 20    # a larger projection table is not built: such a model computes the products
 
 
+def mark_word_embedding(table: nn.Module) -> None:
+    """Mark a table of word vectors, which ``registry.count_parameters`` counts apart. The mark is a
+    plain flag that the count reads with getattr, not a tensor or a module, so it is set with setattr."""
+    setattr(table, "is_word_embedding", True)
+
+
 class WordEmbedding(nn.Module):
+    static: nn.Embedding | None                       # the frozen copy (multichannel)
+    # projection_tables' last tables, and the key of the weights they were made from
+    _tables: list[torch.Tensor] | None
+    _tables_key: tuple | None
+
     def __init__(self, spec, dim: int, mode: str | None = None, init_scale: float = 0.25):
         super().__init__()
         mode = mode or spec.embedding_mode
@@ -31,7 +42,7 @@ class WordEmbedding(nn.Module):
             dim = pre.shape[1]
         self.mode, self.dim = mode, dim
         self.embed = nn.Embedding(spec.vocab_size, dim, padding_idx=spec.pad_id)
-        self.embed.is_word_embedding = True
+        mark_word_embedding(self.embed)
         if pre is not None and mode != "rand":
             self.embed.weight.data.copy_(pre)
         else:
@@ -41,7 +52,7 @@ class WordEmbedding(nn.Module):
         self.static = None
         if mode == "multichannel":
             self.static = nn.Embedding(spec.vocab_size, dim, padding_idx=spec.pad_id)
-            self.static.is_word_embedding = True
+            mark_word_embedding(self.static)
             self.static.weight.data.copy_(pre)
             self.static.weight.requires_grad = False
         self._tables, self._tables_key = None, None

@@ -32,7 +32,8 @@ def _pads(kernel_size: int, causal: bool) -> tuple[int, int]:
     return left, kernel_size - 1 - left
 
 
-def _setup(conv: nn.Module, channels, kernel_size, heads, weight_softmax, weight_dropout, causal) -> None:
+def _setup(conv: LightweightConv1d | DynamicConv1d, channels, kernel_size, heads, weight_softmax, weight_dropout,
+           causal) -> None:
     """The settings LightConv and DynamicConv share: H heads over C channels, softmax-normalised
     kernels of width k, weight dropout, centred or causal padding."""
     if channels % heads:
@@ -44,6 +45,13 @@ def _setup(conv: nn.Module, channels, kernel_size, heads, weight_softmax, weight
 
 class LightweightConv1d(nn.Module):
     """x [B, T, C] -> [B, T, C]; kernel [H, k] softmax-normalised, shared across C/H channels."""
+    # set by _setup
+    channels: int
+    kernel_size: int
+    heads: int
+    weight_softmax: bool
+    weight_dropout: float
+    padding: tuple[int, int]            # (left, right) steps of zeros
 
     def __init__(self, channels: int, kernel_size: int, heads: int = 1, weight_softmax: bool = True,
                  weight_dropout: float = 0.0, causal: bool = False, bias: bool = False):
@@ -68,6 +76,13 @@ class LightweightConv1d(nn.Module):
 
 class DynamicConv1d(nn.Module):
     """x [B, T, C] -> [B, T, C]; at step i a kernel [H, k] predicted from x_i (Eq. 4-5)."""
+    # set by _setup
+    channels: int
+    kernel_size: int
+    heads: int
+    weight_softmax: bool
+    weight_dropout: float
+    padding: tuple[int, int]            # (left, right) steps of zeros
 
     def __init__(self, channels: int, kernel_size: int, heads: int = 1, weight_softmax: bool = True,
                  weight_dropout: float = 0.0, causal: bool = False, bias: bool = False):
@@ -120,5 +135,6 @@ class LightConvBlock(nn.Module):
         h = self.out_proj(self.conv(h, mask))
         x = self.norm1(x + self.dropout(h))
         if self.ffn is not None:
+            assert self.norm2 is not None, "a block with a feed-forward layer has its norm"
             x = self.norm2(x + self.dropout(self.ffn(x)))
         return x

@@ -28,6 +28,8 @@ rows, as Kim's CNN predicts.
 """
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -116,6 +118,10 @@ class QRNNLayer(nn.Module):
     def out_dim(self) -> int:
         return self.hidden * (2 if self.bidirectional else 1)
 
+    def _conv(self, direction: int) -> nn.Conv1d:
+        """The given direction's convolution (``gates`` holds only ``nn.Conv1d``)."""
+        return cast(nn.Conv1d, self.gates[direction])
+
     def gate_values(self, conv: nn.Conv1d, x: torch.Tensor) -> torch.Tensor:
         """The convolution's output [B, T, 3H] (Z, F, O before Eq. 1's squashing) from x [B, T, D]
         (padded steps already zero); step t sees x_{t-k+1..t}."""
@@ -124,14 +130,16 @@ class QRNNLayer(nn.Module):
     def offset_weights(self, direction: int) -> torch.Tensor:
         """[k x 3H, D]: row j 3H + c is gate channel c's weights for the input at offset j
         (x_{t-k+1+j}) of the given direction's convolution."""
-        w = self.gates[direction].weight                               # [3H, D, k]
+        w = self._conv(direction).weight                               # [3H, D, k]
         return w.permute(2, 0, 1).reshape(-1, w.shape[1])
 
     def gates_from_projections(self, direction: int, y: torch.Tensor) -> torch.Tensor:
         """``gate_values`` from y [B, T, k x 3H], each step's input projected on ``offset_weights``
         (zero at padded steps): the bias plus, for each offset j, block j of step t - k + 1 + j."""
         n = 3 * self.hidden
-        g = y[..., (self.window - 1) * n:] + self.gates[direction].bias
+        bias = self._conv(direction).bias
+        assert bias is not None, "the gate convolutions have a bias"
+        g = y[..., (self.window - 1) * n:] + bias
         for j in range(self.window - 1):
             shift = self.window - 1 - j
             g[:, shift:] += y[:, :-shift, j * n:(j + 1) * n]
@@ -150,14 +158,18 @@ class QRNNLayer(nn.Module):
                 tables: list | None = None) -> torch.Tensor:
         """``ids`` and ``tables``: instead of x, the word ids [B, T] and each direction's table of every
         word's projections on its ``offset_weights`` (the padding row zero)."""
-        keep = mask[..., None].to(x.dtype if tables is None else tables[0].dtype)   # [B, T, 1]
+        given = x if tables is None else tables[0]
+        assert given is not None, "the layer reads x, or the ids and their tables"
+        keep = mask[..., None].to(given.dtype)   # [B, T, 1]
 
         def gates(direction: int, flip: bool) -> torch.Tensor:
             if tables is not None:          # the ids flipped, not the wider projections
+                assert ids is not None, "the tables are looked up by the ids"
                 y = F.embedding(ids.flip(1) if flip else ids, tables[direction])
                 return self.gates_from_projections(direction, y)
+            assert x is not None, "without the tables, the layer reads x"
             xs = x * keep
-            return self.gate_values(self.gates[direction], xs.flip(1) if flip else xs)
+            return self.gate_values(self._conv(direction), xs.flip(1) if flip else xs)
 
         h = self._direction(gates(0, False), keep)
         if self.bidirectional:
@@ -182,7 +194,11 @@ class QRNN(nn.Module):
             layer = QRNNLayer(dim, hidden, window, bidirectional, zoneout, scan)
             self.layers.append(layer)
             dim = dim + layer.out_dim if dense else layer.out_dim
-        self.out_dim = self.layers[-1].out_dim
+        self.out_dim = self.layer(-1).out_dim
+
+    def layer(self, i: int) -> QRNNLayer:
+        """Layer ``i`` (``layers`` holds only ``QRNNLayer``)."""
+        return cast(QRNNLayer, self.layers[i])
 
     def forward(self, x: torch.Tensor | None, mask: torch.Tensor, ids: torch.Tensor | None = None,
                 tables: list | None = None) -> torch.Tensor:
@@ -194,7 +210,12 @@ class QRNN(nn.Module):
             out = layer(h, mask, *((ids, tables) if i == 0 else (None, None)))
             if i + 1 < len(self.layers):
                 out = self.dropout(out)
-                h = torch.cat([h, out], dim=-1) if self.dense else out
+                if self.dense:
+                    assert h is not None, "densely connected layers read x"
+                    h = torch.cat([h, out], dim=-1)
+                else:
+                    h = out
             else:
                 h = out
+        assert h is not None, "a QRNN has at least one layer"
         return h

@@ -222,7 +222,8 @@ class TreeEncoder(nn.Module):
             raise ValueError("a tag-guided encoder needs tag embeddings")
         plan = level_plan(tree)
         L = len(plan.nodes)
-        inbox = [[] for _ in range(L)]       # inbox[h]: chunks of lower levels holding children of level h
+        # inbox[h]: chunks of lower levels holding children of level h
+        inbox: list[list[torch.Tensor]] = [[] for _ in range(L)]
         outs, zs = [], []
         for h in range(L):
             idx = plan.nodes[h]

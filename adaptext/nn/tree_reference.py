@@ -53,15 +53,16 @@ def recursive_encode(enc, x: torch.Tensor, tags: torch.Tensor | None, tree) -> d
     computed by recursion over each tree of the ``TreeBatch``, one node at a time."""
     left, right = tree.left.tolist(), tree.right.tolist()
     n = len(left)
-    x = x.unbind(0)                     # per-node rows (one backward op, not one per leaf)
-    tags = tags.unbind(0) if tags is not None else None
-    h_out, z_out = [None] * n, [None] * n
+    xs = x.unbind(0)                     # per-node rows (one backward op, not one per leaf)
+    ts = tags.unbind(0) if tags is not None else None
+    h_out: list[torch.Tensor | None] = [None] * n      # every node is visited from its root
+    z_out: list[torch.Tensor | None] = [None] * n
 
     def visit(j):
         """-> (main (h, c), hyper (h, c) or None, head word or None)."""
         l, r = left[j], right[j]
         if l < 0:
-            kids, xj = None, x[j]
+            kids, xj = None, xs[j]
         else:
             kl, kr = visit(l), visit(r)
             kids = (kl, kr)
@@ -72,8 +73,8 @@ def recursive_encode(enc, x: torch.Tensor, tags: torch.Tensor | None, tree) -> d
                 xj = g * kl[2] + (1 - g) * kr[2]
         z = hyp = None
         if enc.hyper:
-            t = tags[j]
-            xw = xj if xj is not None else torch.zeros(enc.word_dim, dtype=x[0].dtype)
+            t = ts[j]
+            xw = xj if xj is not None else torch.zeros(enc.word_dim, dtype=xs[0].dtype)
             f = enc.fusion
             if f.mode == "concat":
                 x_hat = torch.tanh(_lin(f.proj, torch.cat([t, xw])))
@@ -90,7 +91,14 @@ def recursive_encode(enc, x: torch.Tensor, tags: torch.Tensor | None, tree) -> d
 
     for root in tree.roots.tolist():
         visit(root)
-    out = {"h": torch.stack(h_out)}
+    out = {"h": _stacked(h_out)}
     if enc.hyper:
-        out["z_u"] = torch.stack(z_out)
+        out["z_u"] = _stacked(z_out)
     return out
+
+
+def _stacked(rows: list[torch.Tensor | None]) -> torch.Tensor:
+    """The rows of all nodes, each set by the visit from its tree's root."""
+    done = [r for r in rows if r is not None]
+    assert len(done) == len(rows), "every node lies under a root"
+    return torch.stack(done)

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.cache import cache_root, written_atomically
-from ..data.errors import MissingResource, UsageError
+from ..atomic import written_atomically
+from ..data.cache import cache_dir
+from ..errors import MissingResource, UsageError
 from ..data.trees import Tree, TreeBuilder, leaf_tree
 
 PARSERS = ("bracketer", "right-branching", "left-branching")
@@ -113,7 +114,7 @@ def _cache_path(name: str, token_lists) -> Path | None:
     h = hashlib.blake2b(identity(name).encode(), digest_size=16)
     for t in token_lists:
         h.update("\x1f".join(t).encode("utf-8", "surrogatepass") + b"\x1e")
-    return cache_root() / "parses" / f"{h.hexdigest()}.npz"
+    return cache_dir("parses") / f"{h.hexdigest()}.npz"
 
 
 def _save(path: Path, trees: list[Tree]) -> None:
@@ -149,7 +150,7 @@ def parsed_examples(examples: list, tokens, max_length: int, name: str = DEFAULT
             cut.append(bool(max_length) and len(toks) > max_length)
             texts.append(toks[:max_length] if max_length else toks)
     trees = iter(zip(parse_token_lists(texts, name), cut))
-    out = []
+    out: list[TreeExample | TreePairExample] = []
     for ex in examples:
         (tree, c) = next(trees)
         if isinstance(ex, PairExample):

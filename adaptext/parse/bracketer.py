@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..data.errors import UsageError
+from ..errors import UsageError
 from ..data.trees import Tree, TreeBuilder
 
 SUFFIX_BUCKETS = 4096
@@ -50,7 +50,8 @@ class BracketerConfig:
 @lru_cache(maxsize=1 << 16)
 def suffix_ids(word: str) -> tuple[int, int]:
     """Hashed buckets (1..SUFFIX_BUCKETS-1) of the word's last two and three characters."""
-    return tuple(1 + zlib.crc32(f"{n}:{word[-n:]}".encode()) % (SUFFIX_BUCKETS - 1) for n in (2, 3))
+    two, three = (1 + zlib.crc32(f"{n}:{word[-n:]}".encode()) % (SUFFIX_BUCKETS - 1) for n in (2, 3))
+    return two, three
 
 
 @lru_cache(maxsize=1 << 16)
@@ -204,7 +205,7 @@ class Bracketer:
             suffixes[r, 1:n + 1] = [suffix_ids(w) for w in low]
             if chars is not None:
                 chars[r, 1:n + 1] = [char_ids(w) for w in low]
-            if tags is not None:
+            if tags is not None and self.tagger is not None:
                 tags[r, 1:n + 1] = [self.tag_index.get(t, UNK) for t in self.tagger(low)]
         x = {"words": torch.from_numpy(words), "suffixes": torch.from_numpy(suffixes),
              "lengths": torch.tensor([len(s) for s in sentences])}

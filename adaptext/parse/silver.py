@@ -14,7 +14,7 @@ import argparse
 import random
 from pathlib import Path
 
-from ..data.errors import UsageError
+from ..errors import UsageError
 from ..data.readers import stream_file
 from ..data.text import Tokenizer
 from . import pieces

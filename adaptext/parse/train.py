@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ..data.embeddings import read_vectors
-from ..data.errors import DataError
+from ..errors import DataError
 from ..data.lines import iter_lines
 from ..data.trees import tree_from_brackets
 from .bracketer import SPECIALS, UNK, Bracketer, BracketerConfig, SpanScorer, cky
@@ -78,7 +78,7 @@ PTB_TAGS = ("CC CD DT EX FW IN JJ JJR JJS LS MD NN NNS NNP NNPS PDT POS PRP PRP$
 TAG_VOCAB = SPECIALS[:2] + PTB_TAGS    # the tag ids a model reads or its tagging head predicts
 
 
-def build(train, vectors, cfg: BracketerConfig, silver=()) -> Bracketer:
+def build(train, vectors, cfg: BracketerConfig, silver=()) -> tuple[Bracketer, Counter[str]]:
     """A fresh bracketer whose vocabulary is every word of the ``train`` trees and the words seen
     at least twice in all (so the silver trees' one-off words do not swell the shipped file)."""
     gold = Counter(w.lower() for t in train for w in t.leaves())
@@ -189,8 +189,8 @@ def train(data: Path, out: Path, epochs: int, patience: int, seed: int, cfg: Bra
     torch.manual_seed(seed)
     gold, dev = read_trees(data / "sst_ptb" / "train.txt"), read_trees(data / "sst_ptb" / "dev.txt")
     pool = read_trees(silver) if silver else []
-    vectors = word_vectors(data, gold + pool, vectors, cfg.embed_dim)
-    bracketer, counts = build(gold, vectors, cfg, pool)
+    start = word_vectors(data, gold + pool, vectors, cfg.embed_dim)
+    bracketer, counts = build(gold, start, cfg, pool)
     params = list(bracketer.model.parameters())
     tagging = None
     if tag_loss:

@@ -4,16 +4,32 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..data.datasets import DATASETS
-from ..data.errors import UsageError
+from ..errors import BadLines, UsageError
+from ..data.examples import Example
 from . import metrics as M
 from .pipeline import gold
 from .splits import split_examples
 
+if TYPE_CHECKING:
+    from ..api import Classifier
+    from ..data.datasets import Split
 
-def run_examples(clf, run_dir, split: str, data=None, data_dir=None, fmt=None, on_bad_line=None, columns=None,
-                 stored: bool = False):
+
+@overload
+def run_examples(clf: Classifier, run_dir: str | Path, split: str, data: str | None = None,
+                 data_dir: str | None = None, fmt: str | None = None, on_bad_line: str | None = None,
+                 columns: dict[str, str | None] | None = None,
+                 stored: Literal[False] = False) -> tuple[list[Example], BadLines]: ...
+@overload
+def run_examples(clf: Classifier, run_dir: str | Path, split: str, data: str | None = None,
+                 data_dir: str | None = None, fmt: str | None = None, on_bad_line: str | None = None,
+                 columns: dict[str, str | None] | None = None, stored: bool = False) -> tuple[Split, BadLines]: ...
+def run_examples(clf: Classifier, run_dir: str | Path, split: str, data: str | None = None,
+                 data_dir: str | None = None, fmt: str | None = None, on_bad_line: str | None = None,
+                 columns: dict[str, str | None] | None = None, stored: bool = False) -> tuple[Split, BadLines]:
     """(examples, bad lines) of a split as the run in ``run_dir`` saw it: a fold-k directory
     reads its own fold, and bad lines are handled by the run's own setting unless
     ``on_bad_line`` says otherwise. ``columns``: the columns of a ``data`` file, where they
@@ -27,7 +43,7 @@ def run_examples(clf, run_dir, split: str, data=None, data_dir=None, fmt=None, o
                           stored)
 
 
-def evaluate_run(clf, run_dir, split: str = "test", **where) -> dict:
+def evaluate_run(clf: Classifier, run_dir: str | Path, split: str = "test", **where: Any) -> dict[str, Any]:
     """The run's metrics on ``split`` (see ``run_examples`` for ``where``), with the number of
     bad lines skipped."""
     examples, bad = run_examples(clf, run_dir, split, **where, stored=True)

@@ -8,60 +8,40 @@ import csv
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-from safetensors.torch import load_file, save_file
+from ..atomic import write_atomic, written_atomically
+from ..errors import DataError
 
-from ..data.errors import DataError
+__all__ = ["write_atomic", "read_json", "save_weights", "load_weights", "write_jsonl", "write_csv", "writer_lock"]
 
-
-def write_atomic(path, data) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    if isinstance(data, (dict, list)):
-        data = json.dumps(data, indent=2, default=_json_default) + "\n"
-    mode = "wb" if isinstance(data, bytes) else "w"
-    with open(tmp, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as f:
-        f.write(data)
-    os.replace(tmp, path)
+if TYPE_CHECKING:
+    import torch
 
 
-def _json_default(o):
-    if isinstance(o, (tuple, set)):
-        return list(o)
-    if isinstance(o, Path):
-        return str(o)
-    if hasattr(o, "item"):
-        return o.item()
-    raise TypeError(f"cannot write {type(o).__name__} to JSON")
-
-
-def save_weights(model: torch.nn.Module, path) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
+def save_weights(model: torch.nn.Module, path: str | os.PathLike[str]) -> None:
+    from safetensors.torch import save_file
     state = {k: v.detach().cpu().contiguous().clone() for k, v in model.state_dict().items()}
-    save_file(state, str(tmp), metadata={"format": "adaptext"})
-    os.chmod(tmp, 0o666 & ~_umask())          # safetensors writes 0600; the run's other files follow the umask
-    os.replace(tmp, path)
+    with written_atomically(path, suffix=".safetensors") as tmp:
+        save_file(state, str(tmp), metadata={"format": "adaptext"})
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def load_weights(model: torch.nn.Module, path) -> None:
+def load_weights(model: torch.nn.Module, path: str | os.PathLike[str]) -> None:
     """The weights of ``path`` into ``model``; a damaged file, or weights of another model or size,
     is a ``DataError`` naming the file."""
+    import torch
     from safetensors import SafetensorError
-    from ..data.errors import DataError
+    from safetensors.torch import load_file
     try:
         state = load_file(str(path))
     except (SafetensorError, OSError) as e:
         raise DataError(path, None, f"not a readable safetensors file ({e}): the run directory is damaged") from None
+    damaged = next((k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()), None)
+    if damaged is not None:        # a model with such weights predicts NaN for every text, not an answer
+        raise DataError(path, None, f"weights that are not finite (NaN or inf) in {damaged!r}: the run "
+                                    f"directory is damaged; train it again or restore the file")
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as e:
@@ -70,11 +50,11 @@ def load_weights(model: torch.nn.Module, path) -> None:
                                     f"another run?): {first}") from None
 
 
-def write_jsonl(path, rows: list[dict]) -> None:
+def write_jsonl(path: str | os.PathLike[str], rows: list[dict[str, Any]]) -> None:
     write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
-def write_csv(path, rows: list[dict]) -> None:
+def write_csv(path: str | os.PathLike[str], rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
     keys = list(dict.fromkeys(k for r in rows for k in r))
@@ -86,9 +66,8 @@ def write_csv(path, rows: list[dict]) -> None:
     write_atomic(path, buf.getvalue())
 
 
-def read_json(path):
+def read_json(path: str | os.PathLike[str]) -> Any:
     """A run directory's JSON file; a damaged one is a ``DataError`` naming file and line."""
-    from ..data.errors import DataError
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -99,22 +78,23 @@ def read_json(path):
 
 
 @contextlib.contextmanager
-def writer_lock(folder, what: str = "run"):
+def writer_lock(folder: str | os.PathLike[str], what: str = "run") -> Iterator[None]:
     """Held while one process writes ``folder`` (a run, a sweep): a second writer is refused at
     once, before it reads any data, instead of both finishing with one's files over the other's.
     The lock is the kernel's (``flock``), so a killed writer leaves no stale lock behind."""
     import fcntl
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    handle = open(folder / ".lock", "a+", encoding="utf-8")
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    handle = open(path / ".lock", "a+", encoding="utf-8")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        from .rundir import describe
         handle.seek(0)
-        holder = handle.read().strip() or "another process"
+        holder = describe(handle.read().strip())
         handle.close()
-        raise DataError(folder, None, f"another adaptext process ({holder}) is writing this {what} directory; "
-                                      "wait for it, or choose another --out") from None
+        raise DataError(path, None, f"{holder} is writing this {what} directory now; wait for it to finish, "
+                                      "or choose another --out") from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"pid {os.getpid()}")

@@ -1,9 +1,9 @@
-"""A run's options resolved and checked, from the declarations of ``runs.contract``: the
+"""A run's options resolved and checked, from the declarations of ``contract``: the
 command line's flags and help, the checks of a ``--config`` file (refused values named at their
 line), the resume rule and the layout of ``config.json`` are all generated from them. The
 model's own options are the fields of its config dataclass (registry).
 
-At run time a configuration is a ``RunConfig`` (``runs.config``): every run option an attribute
+At run time a configuration is a ``RunConfig`` (``config``): every run option an attribute
 (``cfg.lr``), the model's options in ``cfg.model_options``; a run option and a model option
 never share a name (the registry refuses a model field that would
 shadow one). ``config.json`` is written nested, one mapping per section and the model's
@@ -26,18 +26,23 @@ import json
 import math
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
 
-from ..data.errors import DataError, OptionError, UsageError
-from .config import RunConfig
-from .contract import DEFAULT_MODEL, OPTIONS, SECTIONS
+from ..errors import DataError, OptionError, UsageError
+from ..data.readers import check_encoding
+from ..config import RunConfig
+from ..contract import DEFAULT_MODEL, OPTIONS, SECTIONS
+
+if TYPE_CHECKING:
+    from ..registry import ModelEntry
 
 
-def run_defaults() -> dict:
+def run_defaults() -> dict[str, Any]:
     return {"model": DEFAULT_MODEL, **{k: o.default for k, o in OPTIONS.items()}}
 
 
 # ----------------------------------------------------------------------- checks
-def check_value(key: str, value) -> None:
+def check_value(key: str, value: Any) -> None:
     """Refuse a run option's value outside its choices or range, or a number that is not finite."""
     o = OPTIONS[key]
     if value is None:
@@ -59,6 +64,8 @@ def check_value(key: str, value) -> None:
             raise OptionError(key, f"{key} must be at most {o.meta['highest']}, not {value!r}")
         if o.meta["below"] is not None and not value < o.meta["below"]:
             raise OptionError(key, f"{key} must be below {o.meta['below']}, not {value!r}")
+    if key == "encoding":
+        check_encoding(value)          # a named dataset's files are read only after the model is built
     if key == "cv" and value == 1:
         raise OptionError("cv", "cv must be 0 (a held-out test split) or at least 2 folds, not 1")
 
@@ -67,7 +74,7 @@ RATES = ("dropout", "head_dropout", "recurrent_dropout", "weight_dropout", "zone
 ZERO_MEANS_OFF = ("fixed_length",)       # densecnn --fixed-length 0: pad to the batch's longest text
 
 
-def coerce_model_option(key: str, default, value):
+def coerce_model_option(key: str, default: Any, value: Any) -> Any:
     """A model option from a config file as its field's type: YAML's ``widths: 3`` is ``(3,)``,
     ``"3,4,5"`` is ``(3, 4, 5)``, ``"100"`` is 100; what does not convert is a clear error."""
     if value is None or isinstance(default, bool) or not isinstance(default, (int, float, tuple)):
@@ -91,7 +98,7 @@ def coerce_model_option(key: str, default, value):
         raise OptionError(key, f"{key} must be {kind}, not {given!r}") from None
 
 
-def check_model_value(key: str, default, v) -> None:
+def check_model_value(key: str, default: Any, v: Any) -> None:
     """A model option out of range is a clear error before any data is read (``--widths 0``
     failed at the first batch inside oneDNN): sizes, widths and counts whose default is positive
     stay >= 1, dropout rates in [0, 1), the max-norm >= 0, every number finite."""
@@ -121,7 +128,8 @@ def check_new_run(cfg: RunConfig) -> None:
 
 
 # ----------------------------------------------------------------------- resolve
-def resolve(options: dict, file_options: dict | None = None, source=None) -> RunConfig:
+def resolve(options: dict[str, Any], file_options: dict[str, Any] | None = None,
+            source: str | Path | None = None) -> RunConfig:
     """Merge defaults, the model's training defaults, a config file and explicit options into
     one checked, typed config. A value refused that came from the file (``source``, when given)
     is a ``DataError`` naming its line."""
@@ -140,19 +148,19 @@ def resolve(options: dict, file_options: dict | None = None, source=None) -> Run
     unknown = sorted(set(cfg) - set(OPTIONS) - {"model"} - set(entry.defaults))
     if unknown:
         problem = f"unknown option(s) {', '.join(unknown)} for model {model}"
-        if all(from_file(k) for k in unknown):
+        if source is not None and all(from_file(k) for k in unknown):
             raise DataError(source, line_of(source, unknown[0]), problem)
         raise UsageError(problem)
     try:
         _check(entry, cfg)
     except OptionError as e:
-        if from_file(e.key):
+        if source is not None and from_file(e.key):
             raise DataError(source, line_of(source, e.key), str(e)) from None
         raise
     return RunConfig.from_flat(cfg)
 
 
-def _check(entry, cfg: dict) -> None:
+def _check(entry: ModelEntry, cfg: dict[str, Any]) -> None:
     """Refuse a value outside its choices or range, before any data is read; model options are
     brought to their field's type on the way (JSON turns tuples into lists; YAML writes 3 for (3,))."""
     for k in OPTIONS:
@@ -166,17 +174,17 @@ def _check(entry, cfg: dict) -> None:
 
 
 # ----------------------------------------------------------------------- config.json
-def nested(cfg: RunConfig) -> dict:
+def nested(cfg: RunConfig) -> dict[str, dict[str, Any]]:
     """The documented form of config.json: the model (name and options), then one mapping per section."""
-    out = {"model": {"name": cfg.model, **cfg.model_options}}
+    out: dict[str, dict[str, Any]] = {"model": {"name": cfg.model, **cfg.model_options}}
     for section in SECTIONS:
         out[section] = {k: getattr(cfg, k) for k, o in OPTIONS.items() if o.section == section}
     return out
 
 
-def flatten(data: dict) -> dict:
+def flatten(data: dict[str, Any]) -> dict[str, Any]:
     """Options as one flat mapping, from the nested form, the flat form, or a mix of both."""
-    flat = {}
+    flat: dict[str, Any] = {}
     for k, v in data.items():
         if k == "model" and isinstance(v, dict):
             flat.update({kk: vv for kk, vv in v.items() if kk != "name"})
@@ -189,7 +197,7 @@ def flatten(data: dict) -> dict:
     return flat
 
 
-def load_config_file(path) -> dict:
+def load_config_file(path: str | Path) -> dict[str, Any]:
     """Options from a JSON or YAML file (a run's ``config.json`` among them), flattened; a file
     that does not parse is a ``DataError`` naming its line."""
     path = Path(path)
@@ -205,8 +213,8 @@ def load_config_file(path) -> dict:
     return {k: v for k, v in data.items() if not k.startswith("_")}
 
 
-def _json(path: Path, text: str):
-    def unique(pairs):
+def _json(path: Path, text: str) -> Any:
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         keys = [k for k, _ in pairs]
         twice = next((k for k in keys if keys.count(k) > 1), None)
         if twice is not None:                 # json keeps the last silently: say which was meant
@@ -218,11 +226,11 @@ def _json(path: Path, text: str):
         raise DataError(path, e.lineno, f"invalid JSON ({e.msg} at column {e.colno})") from None
 
 
-def _yaml(path: Path, text: str):
+def _yaml(path: Path, text: str) -> Any:
     import yaml
 
     class UniqueKeys(yaml.SafeLoader):        # PyYAML keeps the last of two equal keys silently
-        def construct_mapping(self, node, deep=False):
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
             seen = set()
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=deep)
@@ -238,7 +246,7 @@ def _yaml(path: Path, text: str):
                         f"invalid YAML ({getattr(e, 'problem', None) or e})") from None
 
 
-def line_of(path, key: str) -> int | None:
+def line_of(path: str | Path, key: str) -> int | None:
     """The line of a config file (JSON or YAML) that sets ``key`` (written with _ or -), if one does."""
     names = "|".join(re.escape(k) for k in {key, key.replace("_", "-")})
     pattern = re.compile(rf"""(?:^|[\s{{,])["']?(?:{names})["']?\s*:(?!\s*\{{)""")
@@ -249,20 +257,11 @@ def line_of(path, key: str) -> int | None:
 
 
 # ----------------------------------------------------------------------- command line
-def add_arguments(parser, model: str) -> None:
+def add_arguments(parser: argparse.ArgumentParser, model: str) -> None:
     """One flag per run option (section by section) and per option of ``model``, with help
     showing the value this model runs with."""
     from ..registry import get_entry
-    shown = resolve({"model": model}).flat()
-    for section in SECTIONS:
-        group = parser.add_argument_group(f"{section} options")
-        for key, o in OPTIONS.items():
-            if o.section != section:
-                continue
-            text = o.meta["help"]
-            if shown.get(key) not in (None, "", ()) and key not in ("out", "embedding_mode"):
-                text += f" [default: {shown[key]}]"
-            _add_flag(group, o.flags, key, o.type, o.meta["choices"], text)
+    add_run_arguments(parser, resolve({"model": model}).flat())
     entry = get_entry(model)
     group = parser.add_argument_group(f"{model} options ({entry.paper or 'model'} defaults)")
     for f in dataclasses.fields(entry.config):
@@ -273,7 +272,44 @@ def add_arguments(parser, model: str) -> None:
                   element=type(default[0]) if isinstance(default, tuple) and default else int)
 
 
-def _add_flag(group, flags, key, typ, choices, help_text, element=int) -> None:
+def add_run_arguments(parser: argparse.ArgumentParser, shown: dict[str, Any] | None = None) -> None:
+    """One flag per run option, section by section; ``shown``: the values to give as defaults."""
+    shown = shown or {}
+    for section in SECTIONS:
+        group = parser.add_argument_group(f"{section} options")
+        for key, o in OPTIONS.items():
+            if o.section != section:
+                continue
+            text = o.meta["help"]
+            if shown.get(key) not in (None, "", ()) and key not in ("out", "embedding_mode"):
+                text += f" [default: {shown[key]}]"
+            _add_flag(group, o.flags, key, o.type, o.meta["choices"], text)
+
+
+def add_option_flags(parser: argparse.ArgumentParser, keys: tuple[str, ...], note: str = "") -> None:
+    """The flags of some run options, as ``adaptext train`` declares them, for another command
+    (evaluate, auto) that takes them; ``note``: what their default is there."""
+    for key in keys:
+        o = OPTIONS[key]
+        _add_flag(parser, o.flags, key, o.type, o.meta["choices"], f"{o.meta['help']} {note}".strip())
+
+
+def check_run_arguments(argv: list[str], prog: str) -> dict[str, Any]:
+    """The run options among ``argv`` typed and range-checked, and the data they name found,
+    without the registry (which needs torch, and seconds to import): a mistyped number or a
+    missing file is said at once. The options given, by key."""
+    from ..data.datasets import check_sources
+    parser = argparse.ArgumentParser(prog=prog, add_help=False)
+    add_run_arguments(parser)
+    given = {k: v for k, v in vars(parser.parse_known_args(argv)[0]).items() if v is not None}
+    for key, value in given.items():
+        check_value(key, value)
+    check_sources(given.get("data"), given.get("dev"), given.get("test"))
+    return given
+
+
+def _add_flag(group: argparse._ActionsContainer, flags: tuple[str, ...], key: str, typ: type,
+              choices: tuple[str, ...] | None, help_text: str, element: type = int) -> None:
     if typ is bool:
         group.add_argument(*flags, dest=key, action=argparse.BooleanOptionalAction, default=None, help=help_text)
     elif typ is tuple:
@@ -283,8 +319,8 @@ def _add_flag(group, flags, key, typ, choices, help_text, element=int) -> None:
                            choices=choices, help=help_text)
 
 
-def _number(typ):
-    def parse(s: str):
+def _number(typ: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(s: str) -> float:
         try:
             value = typ(s)
         except ValueError:
@@ -297,8 +333,8 @@ def _number(typ):
     return parse
 
 
-def _tuple_of(conv):
-    def parse(s: str) -> tuple:
+def _tuple_of(conv: type) -> Callable[[str], tuple[Any, ...]]:
+    def parse(s: str) -> tuple[Any, ...]:
         try:
             return tuple(conv(x) for x in s.split(",") if x.strip())
         except ValueError:

@@ -6,26 +6,31 @@
 ``Pipeline`` holds a run's spec and model and carries inputs along that line."""
 from __future__ import annotations
 
+from typing import Any, Callable, Iterable, Iterator
+
 import numpy as np
 import torch
 
-from ..data.batching import Batch, Collator, Encoder, StoredItems
-from ..data.loading import ItemDataset, inference_batches
+from ..data.batching import Batch, Collator, Encoder, Item, StoredItems
+from ..data.loading import ItemDataset, Items, inference_batches
 from ..data.store import StoredSplit
-from ..data.errors import BadLines
+from ..errors import BadLines
+from ..data.examples import Example
+from ..data.text import LabelMap
 from ..registry import TextClassifier, get_entry
 from .inputs import InputReader, as_input_list
-from .memory import MemoryGuard
+from ..memory import MemoryGuard
+from ..config import RunConfig
 from .metrics import decide
 from .spec import RunSpec
 
 
-def collator(model: TextClassifier, labels) -> Collator:
+def collator(model: TextClassifier, labels: LabelMap) -> Collator:
     """Batches padded as the model needs (at least its widest filter, or its fixed length)."""
     return Collator(len(labels), labels.multilabel, model.min_length, model.fixed_length)
 
 
-def tag(examples: list, config: dict) -> list:
+def tag(examples: list[Example], config: RunConfig) -> list[Example]:
     """Trees of a tag-guided model get POS tags (leaves) and phrase tags (inner nodes)."""
     if not examples or not get_entry(config.model).needs_tags:
         return examples
@@ -33,13 +38,15 @@ def tag(examples: list, config: dict) -> list:
     return tag_examples(examples, get_tagger(config.tagger), PhraseLabeller.load_default())
 
 
-def predict_probs(model, items, collate: Collator, multilabel: bool, batch_size: int = 256) -> np.ndarray:
+def predict_probs(model: TextClassifier, items: Items, collate: Collator, multilabel: bool,
+                  batch_size: int = 256) -> np.ndarray:
     """[len(items), classes] probabilities (softmax; sigmoid for multi-label), in the items' order."""
     return model_outputs(model, items, collate, lambda logits: probabilities(logits, multilabel), batch_size)
 
 
 @torch.no_grad()
-def model_outputs(model, items, collate: Collator, transform, batch_size: int = 256) -> np.ndarray:
+def model_outputs(model: TextClassifier, items: Items, collate: Collator,
+                  transform: Callable[[torch.Tensor], torch.Tensor], batch_size: int = 256) -> np.ndarray:
     """[len(items), classes] of ``transform(logits)``, batch by batch, in the items' order."""
     if model.training:                    # a recursive call over every module: not for each small request
         model.eval()
@@ -54,7 +61,7 @@ def model_outputs(model, items, collate: Collator, transform, batch_size: int = 
     return out
 
 
-def logits_of(out):
+def logits_of(out: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor:
     return out["logits"] if isinstance(out, dict) else out
 
 
@@ -62,14 +69,15 @@ def probabilities(logits: torch.Tensor, multilabel: bool) -> torch.Tensor:
     return torch.sigmoid(logits) if multilabel else torch.softmax(logits, dim=-1)
 
 
-def to_device(batch: Batch, device) -> Batch:
+def to_device(batch: Batch, device: torch.device) -> Batch:
     if device.type == "cpu":
         return batch
     from lightning_utilities.core.apply_func import apply_to_collection
-    return apply_to_collection(batch, torch.Tensor, lambda t: t.to(device))
+    moved: Batch = apply_to_collection(batch, torch.Tensor, lambda t: t.to(device))
+    return moved
 
 
-def gold(items, labels) -> np.ndarray:
+def gold(items: Items, labels: LabelMap) -> np.ndarray:
     """Class ids [N] (multi-hot [N, C] for multi-label) of labelled items."""
     found = ItemDataset(items).labels()
     if labels.multilabel:
@@ -91,7 +99,7 @@ def length_limit(max_length: int, fixed_length: int) -> int:
 class Pipeline:
     """A trained run's model with everything that turns raw input into predictions."""
 
-    def __init__(self, spec: RunSpec, model: TextClassifier):
+    def __init__(self, spec: RunSpec, model: TextClassifier) -> None:
         self.spec, self.model = spec, model.eval()
         self.labels, self.kind = spec.labels, spec.kind
         limit = length_limit(spec.config.max_length, model.fixed_length)
@@ -99,14 +107,14 @@ class Pipeline:
         self.collate = collator(model, spec.labels)
         self.reader = InputReader(spec.kind, spec.config, self.encoder.tokens, limit)
 
-    def examples(self, inputs, start: int = 0) -> list:
+    def examples(self, inputs: Iterable[Any], start: int = 0) -> list[Example]:
         return tag(self.reader.examples(inputs, start=start), self.spec.config)
 
-    def items(self, inputs, start: int = 0) -> list:
+    def items(self, inputs: Iterable[Any], start: int = 0) -> list[Item]:
         """Encoded inputs, unlabelled; a text empty after tokenisation is read as one unknown word."""
         return self.items_of(self.examples(inputs, start))
 
-    def items_of(self, examples: list) -> list:
+    def items_of(self, examples: list[Example]) -> list[Item]:
         """``items`` of examples already read (and tagged)."""
         items = self.encoder.encode(examples, with_labels=False)
         for k, it in enumerate(items):
@@ -115,28 +123,29 @@ class Pipeline:
                 it.text = np.asarray([1], dtype=np.int64)
         return items
 
-    def labelled_items(self, examples, bad: BadLines | None = None):
+    def labelled_items(self, examples: list[Example] | StoredSplit, bad: BadLines | None = None) -> Items:
         """Items of labelled examples (a list, or a split of a token store) the run can score."""
         if isinstance(examples, StoredSplit):
             return StoredItems(examples, self.spec.vocab, self.labels, self.encoder.max_length, bad)
         return self.encoder.encode(tag(examples, self.spec.config), bad)
 
-    def probabilities(self, items, batch_size: int = 256) -> np.ndarray:
+    def probabilities(self, items: Items, batch_size: int = 256) -> np.ndarray:
         return predict_probs(self.model, items, self.collate, self.labels.multilabel, batch_size)
 
-    def logits(self, items, batch_size: int = 256) -> np.ndarray:
+    def logits(self, items: Items, batch_size: int = 256) -> np.ndarray:
         return model_outputs(self.model, items, self.collate, lambda logits: logits, batch_size)
 
-    def predict(self, inputs, batch_size: int = 64, start: int = 0) -> list[dict]:
+    def predict(self, inputs: Iterable[Any], batch_size: int = 64, start: int = 0) -> list[dict[str, Any]]:
         items = self.items(as_input_list(inputs), start)
         probs = self.probabilities(items, batch_size)
         return [self.decision(p, pred, it.truncated)
                 for p, pred, it in zip(probs, decide(probs, self.labels.multilabel, self.labels.threshold), items)]
 
-    def predict_stream(self, inputs, batch_size: int = 64, chunk: int = 2048):
+    def predict_stream(self, inputs: Iterable[Any], batch_size: int = 64,
+                       chunk: int = 2048) -> Iterator[dict[str, Any]]:
         """Decisions for an iterable of inputs of any length, in order, ``chunk`` inputs at a time:
         memory holds one chunk, whatever the length of the stream."""
-        start, pending = 0, []
+        start, pending = 0, list[Any]()
         for x in inputs:
             pending.append(x)
             if len(pending) == chunk:
@@ -145,11 +154,11 @@ class Pipeline:
         if pending:
             yield from self.predict(pending, batch_size, start)
 
-    def decision(self, p: np.ndarray, pred, truncated: bool) -> dict:
+    def decision(self, p: np.ndarray, pred: np.ndarray, truncated: bool) -> dict[str, Any]:
         """{"label", "probs"} (multi-label: also "labels", most probable first); "truncated": true
         where only the beginning of a text was read."""
         names = self.labels.labels
-        d = {"probs": {l: round(float(v), 6) for l, v in zip(names, p)}}
+        d: dict[str, Any] = {"probs": {l: round(float(v), 6) for l, v in zip(names, p)}}
         if self.labels.multilabel:
             d["labels"] = [names[j] for j in sorted(np.flatnonzero(pred), key=lambda j: -p[j])]
             d["label"] = d["labels"][0] if d["labels"] else None

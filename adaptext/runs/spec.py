@@ -17,16 +17,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..data.errors import DataError, MissingResource
+from ..errors import DataError, MissingResource
 from ..data.examples import ExampleKind
 from ..data.text import LabelMap, Tokenizer, TokenizerConfig, Vocab
-from ..registry import create_model, get_entry
+from ..registry import ModelEntry, TextClassifier, create_model, get_entry
 from . import options
 from .files import load_weights, read_json, write_atomic
-from .config import RunConfig
+from ..config import RunConfig
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer as WordPieces
 
 FILES = ("config.json", "vocab.json", "labels.json", "model.safetensors")
 PIECES = "tokenizer.json"       # a subword run's word pieces (the tokenizers library's file)
@@ -55,21 +59,23 @@ class RunSpec:
         return self.config.model
 
     @property
-    def entry(self):
+    def entry(self) -> ModelEntry:
         return get_entry(self.model_name)
 
-    def build_model(self, embeddings: torch.Tensor | None = None) -> torch.nn.Module:
+    def build_model(self, embeddings: torch.Tensor | None = None) -> TextClassifier:
         """The model, untrained: with ``embeddings`` (training) or, when the run had pretrained
         vectors, a placeholder of their size (their trained values come with the weights)."""
+        mode = self.config.embedding_mode
+        assert mode is not None, "options.resolve sets the embedding mode"
         if embeddings is None and self.embedding_dim:
             embeddings = torch.zeros(len(self.vocab), self.embedding_dim)
         return create_model(self.model_name, num_classes=len(self.labels), vocab_size=len(self.vocab), kind=self.kind,
                             multilabel=self.labels.multilabel,
                             tag_vocab_size=len(self.tag_vocab) if self.tag_vocab else 0, embeddings=embeddings,
-                            embedding_mode=self.config.embedding_mode, **self.config.model_options)
+                            embedding_mode=mode, **self.config.model_options)
 
     # ------------------------------------------------------------------ write
-    def save(self, run_dir) -> None:
+    def save(self, run_dir: str | Path) -> None:
         run = Path(run_dir)
         write_config(run, self.config)
         write_atomic(run / "vocab.json", {"kind": self.kind, "tokenizer": self.tokenizer.to_dict(),
@@ -82,7 +88,7 @@ class RunSpec:
 
     # ------------------------------------------------------------------ read
     @classmethod
-    def load(cls, run_dir) -> "RunSpec":
+    def load(cls, run_dir: str | Path) -> "RunSpec":
         run = Path(run_dir)
         for name in FILES:
             if not (run / name).is_file():
@@ -101,7 +107,7 @@ class RunSpec:
         return cls(config, ExampleKind(saved), tokenizer, Vocab(voc["tokens"]),
                    Vocab(voc["tags"]) if voc.get("tags") else None, labels, voc.get("embedding_dim"))
 
-    def load_model(self, run_dir) -> torch.nn.Module:
+    def load_model(self, run_dir: str | Path) -> TextClassifier:
         """The model with the run's trained weights; weights that do not fit the spec (another
         run's, a damaged file) are a ``DataError``."""
         model = self.build_model()
@@ -109,11 +115,11 @@ class RunSpec:
         return model
 
 
-def write_config(run_dir, cfg: RunConfig) -> None:
+def write_config(run_dir: str | Path, cfg: RunConfig) -> None:
     write_atomic(Path(run_dir) / "config.json", options.nested(cfg))
 
 
-def _saved_pieces(run: Path):
+def _saved_pieces(run: Path) -> WordPieces | None:
     """The word pieces a subword run saved, or None (other runs; a subword run written before runs
     saved them reads the pretrained encoder's)."""
     if not (run / PIECES).is_file():
@@ -128,8 +134,8 @@ def _saved_pieces(run: Path):
                                             "is damaged") from None
 
 
-def _checked_vocab(path, voc) -> dict:
-    def bad(problem):
+def _checked_vocab(path: Path, voc: object) -> dict[str, Any]:
+    def bad(problem: str) -> DataError:
         return DataError(path, None, f"{problem}: the run directory is damaged")
     if not isinstance(voc, dict):
         raise bad(f"expected a JSON object, found {type(voc).__name__}")
@@ -147,8 +153,8 @@ def _checked_vocab(path, voc) -> dict:
     return voc
 
 
-def _checked_labels(path, d) -> LabelMap:
-    def bad(problem):
+def _checked_labels(path: Path, d: object) -> LabelMap:
+    def bad(problem: str) -> DataError:
         return DataError(path, None, f"{problem}: the run directory is damaged")
     if not isinstance(d, dict):
         raise bad(f"expected a JSON object with \"labels\", found {type(d).__name__}")
@@ -171,7 +177,7 @@ def _legacy_kind(run: Path, model: str) -> str:
     if len(inputs) == 1:
         return inputs[0]
     metrics = run / "metrics.json"
-    kind = read_json(metrics).get("info", {}).get("kind") if metrics.is_file() else None
+    kind: str | None = read_json(metrics).get("info", {}).get("kind") if metrics.is_file() else None
     if kind is None:
         raise DataError(run / "vocab.json", None, f"no input kind, and model {model} reads {', '.join(inputs)}")
     return kind

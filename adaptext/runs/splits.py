@@ -5,26 +5,31 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, overload
 
-from ..data.datasets import DATASETS, holdout, load_files, load_named, take
-from ..data.errors import BadLines, DataError
+from ..data.datasets import DATASETS, Splits, holdout, load_files, load_named, take
+from ..errors import BadLines, DataError
+from ..data.examples import Example
 from ..data.readers import file_format
 from ..data.store import StoreOptions
 from ..registry import get_entry
-from .config import RunConfig
+from ..config import RunConfig
 from .spec import make_tokenizer
+
+if TYPE_CHECKING:
+    from ..data.datasets import Split
 
 DEMO = "trec-demo"
 
 
-def load_data(cfg: RunConfig, stored: bool = False, log=print):
+def load_data(cfg: RunConfig, stored: bool = False, log: Callable[[str], None] = print) -> Splits:
     """The run's ``Splits``: its training file (with --dev / --test files) or a named dataset.
     ``stored``: a file of texts, pairs or contexts is read into token stores (see ``uses_store``).
     A tree model given texts or pairs reads them parsed (``--parser``)."""
     return parsed_for(cfg, _read_splits(cfg, stored, log))
 
 
-def parsed_for(cfg: RunConfig, splits):
+def parsed_for(cfg: RunConfig, splits: Splits) -> Splits:
     """``splits`` as the run's model reads them: a tree model's texts or pairs parsed, any other
     splits as they are."""
     if not (reads_trees(cfg) and splits.kind.parses_to):
@@ -37,7 +42,11 @@ def reads_trees(cfg: RunConfig) -> bool:
     return get_entry(cfg.model).inputs[0].is_tree
 
 
-def as_trees(cfg: RunConfig, examples):
+@overload
+def as_trees(cfg: RunConfig, examples: list[Example]) -> list[Example]: ...
+@overload
+def as_trees(cfg: RunConfig, examples: None) -> None: ...
+def as_trees(cfg: RunConfig, examples: list[Example] | None) -> list[Example] | None:
     """Text and pair examples parsed as the run parses (its tokenizer, max_length, --parser);
     other examples (trees already) as they are."""
     if not examples or not examples[0].kind.parses_to:
@@ -46,7 +55,7 @@ def as_trees(cfg: RunConfig, examples):
     return parsed_examples(examples, make_tokenizer(cfg), cfg.max_length, cfg.parser)
 
 
-def _read_splits(cfg: RunConfig, stored: bool, log):
+def _read_splits(cfg: RunConfig, stored: bool, log: Callable[[str], None]) -> Splits:
     data = cfg.data or DEMO
     if Path(data).exists() and not Path(data).is_dir():
         kw = cfg.columns
@@ -60,7 +69,7 @@ def _read_splits(cfg: RunConfig, stored: bool, log):
     return load_named(data, cfg.data_dir, cfg.on_bad_line, cfg.cv, cfg.cv_seed)
 
 
-def store_options(cfg: RunConfig, log=None) -> StoreOptions:
+def store_options(cfg: RunConfig, log: Callable[[str], None] | None = None) -> StoreOptions:
     """How a run reads files into stores; what it says goes to stderr (stdout is the result's)."""
     log = log or (lambda message: print(message, file=sys.stderr))
     return StoreOptions(make_tokenizer(cfg).config, cfg.workers, cfg.progress, log)
@@ -69,21 +78,23 @@ def store_options(cfg: RunConfig, log=None) -> StoreOptions:
 def uses_store(cfg: RunConfig, data: str) -> bool:
     """A training file goes through the token store unless the run needs its texts themselves:
     parses, the texts a distillation teacher reads, the trees a tag-guided model tags."""
-    if cfg.store == "off" or cfg.teacher or reads_trees(cfg):
+    if cfg.store == "off" or cfg.teacher or cfg.teacher_logits or reads_trees(cfg):
         return False
     return not file_format(data, cfg.format, cfg.encoding).trees
 
 
-def fold_splits(splits, fold: int) -> tuple:
+def fold_splits(splits: Splits, fold: int) -> tuple[Split, Split, Split]:
     """(train, dev, test) of fold k (1-based) of a cross-validated run: it trains on the other
     folds, 10% of them held out as dev, and tests on fold k."""
+    assert splits.folds, "a cross-validated run's splits"
     tr_idx, te_idx = splits.folds[fold - 1]
     train, dev = holdout(take(splits.train, tr_idx))
     return train, dev, take(splits.train, te_idx)
 
 
-def split_examples(cfg: RunConfig, split: str, data=None, data_dir=None, fmt=None, on_bad_line="error",
-                   fold: int | None = None, stored: bool = False):
+def split_examples(cfg: RunConfig, split: str, data: str | None = None, data_dir: str | None = None,
+                   fmt: str | None = None, on_bad_line: str = "error", fold: int | None = None,
+                   stored: bool = False) -> tuple[Split, BadLines]:
     """(examples, bad lines) of one split as a run saw it, for evaluate and explain.
 
     Without ``data``: the run's own data, re-read with its options, so ``--split test`` is the
@@ -111,8 +122,11 @@ def split_examples(cfg: RunConfig, split: str, data=None, data_dir=None, fmt=Non
         train, dev, test = fold_splits(splits, fold)
         return {"train": train, "dev": dev, "test": test}[split], splits.bad
     chosen = {"train": splits.train, "dev": splits.dev, "test": splits.test}[split]
+    if not chosen and own:
+        raise DataError(run.data or DEMO, None, f"the run has no {split} split (it was cross-validated: evaluate "
+                                                f"one of its fold-k directories); pass --data FILE to evaluate "
+                                                f"on a file")
     if not chosen:
-        raise DataError(run["data"] or DEMO, None, f"the run has no {split} split (it was cross-validated: evaluate "
-                                                   f"one of its fold-k directories); pass --data FILE to evaluate "
-                                                   f"on a file")
+        raise DataError(run.data, None, f"the dataset has no {split} split (it is split into cross-validation "
+                                        f"folds); evaluate on --split train, or pass --data FILE")
     return chosen, splits.bad

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
 
-from ..runs.memory import MemoryGuard, memory_mb
+from ..memory import MemoryGuard, memory_mb
 
 
 class StepCheckpoint(Callback):

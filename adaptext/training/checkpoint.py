@@ -4,7 +4,6 @@ One file per checkpoint, written to a temporary name and renamed (atomic)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,8 @@ import torch
 from lightning.pytorch.plugins.io import CheckpointIO
 from safetensors import safe_open
 from safetensors.torch import save_file
+
+from ..atomic import written_atomically
 
 _KEY = "adaptext.skeleton"
 
@@ -52,11 +53,8 @@ def _unflatten(obj, tensors):
 def save_tree(obj, path) -> None:
     tensors: dict = {}
     skeleton = _flatten(obj, tensors, "checkpoint")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    save_file(tensors, str(tmp), metadata={_KEY: json.dumps(skeleton)})
-    os.replace(tmp, path)
+    with written_atomically(path, suffix=".ckpt") as tmp:
+        save_file(tensors, str(tmp), metadata={_KEY: json.dumps(skeleton)})
 
 
 def load_tree(path, map_location="cpu"):

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from ..runs.files import read_json, write_atomic
+from ..runs.rundir import RunDir, RunState
 from ..runs.spec import write_config
 from ..runs.splits import fold_splits
 from .engine import is_rank_zero
@@ -19,17 +20,18 @@ def cross_validate(cfg, splits, out: Path, resume: bool, log=print, extra=()) ->
     remaining fold; metrics.json holds every fold and the mean and standard deviation."""
     folds = []
     for k in range(1, len(splits.folds) + 1):
-        fold_dir = out / f"fold-{k}"
-        if (fold_dir / "metrics.json").exists():
-            folds.append(read_json(fold_dir / "metrics.json"))
+        fold = RunDir(out).fold(k)
+        fold_dir, state = fold.path, fold.state
+        if state is RunState.FINISHED:
+            folds.append(read_json(fold.metrics))
             continue
         train, dev, test = fold_splits(splits, k)
         log(f"fold {k}/{len(splits.folds)}: train {len(train)}, dev {len(dev)}, test {len(test)}")
         if is_rank_zero():                        # each fold a run directory of its own: load / evaluate it
             fold_dir.mkdir(parents=True, exist_ok=True)
             write_config(fold_dir, cfg)
-        fold = dataclasses.replace(splits, train=train, dev=dev, test=test, folds=None)
-        m = fit_one(cfg, fold, fold_dir, resume and (fold_dir / "checkpoints").exists(), log, extra)
+        part = dataclasses.replace(splits, train=train, dev=dev, test=test, folds=None)
+        m = fit_one(cfg, part, fold_dir, resume and state is RunState.RESUMABLE, log, extra)
         if not m:
             return {}
         folds.append(m)
@@ -44,7 +46,7 @@ def cross_validate(cfg, splits, out: Path, resume: bool, log=print, extra=()) ->
 
 def cv_summary(folds: list) -> dict:
     """Mean and standard deviation over folds of each headline metric, on dev and test."""
-    summary = {}
+    summary: dict[str, dict[str, float]] = {}
     for split in ("dev", "test"):
         summary[split] = {}
         for key in ("accuracy", "macro_f1", "micro_f1"):

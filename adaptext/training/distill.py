@@ -11,21 +11,29 @@ the student's vocabulary counts with the training texts' (it learns them from th
 teacher's logits are computed once, in chunks cached on disk, each keyed by the teacher's weights
 and its own texts: a killed run resumes from the last chunk, and reruns, other students and a
 larger transfer set (the same training texts and copies, plus an unlabelled file) reuse them.
+
+A teacher's logits over a whole transfer set can also be kept as a file (``adaptext logits``, a
+safetensors file of a few MB beside the hash of the texts they were computed on, the teacher's
+identity and its data options), which a student reads in place of the teacher
+(``--teacher-logits FILE``): a student is distilled on a machine that has no teacher, nor the
+time to run one.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from ..data.cache import cache_root, written_atomically
-from ..data.errors import DataError
+from ..atomic import written_atomically
+from ..data.cache import cache_dir
+from ..errors import DataError
 from ..data.examples import ExampleKind, TextExample
 from ..data.text import Tokenizer
-from ..runs.config import RunConfig
+from ..config import RunConfig
 
 P_MASK, P_POS, P_NGRAM, MAX_N = 0.1, 0.1, 0.25, 5     # Tang et al. (2019), Section 3.2
 CHUNK = 512                                           # texts per cached chunk of teacher logits
@@ -104,10 +112,14 @@ def teacher_logits(teacher: str, examples: list, student_labels: list[str], log=
                    device: str = "cpu") -> np.ndarray:
     """[len(examples), classes] logits of the teacher run (on ``device``), in the student's class
     order; of an ensemble (several runs), the mean of its teachers' logits, each cached alone."""
+    import torch
     runs = teachers_of(teacher)
     if len(runs) > 1:
         log(f"teacher ensemble of {len(runs)} runs: their logits averaged")
-    return np.mean([one_teacher_logits(t, examples, student_labels, log, device) for t in runs], axis=0)
+    # building a teacher draws its initial weights: the student, seeded before, starts as it would
+    # from a file of the same logits
+    with torch.random.fork_rng(devices=[]):
+        return np.mean([one_teacher_logits(t, examples, student_labels, log, device) for t in runs], axis=0)
 
 
 def one_teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=print,
@@ -127,7 +139,7 @@ def one_teacher_logits(teacher_dir, examples: list, student_labels: list[str], l
         if not path.is_file():
             if start % (CHUNK * 20) == 0:
                 log(f"teacher logits: {start}/{len(examples)} texts ({Path(teacher_dir).name})")
-            _save(path, teacher.pipeline.logits(teacher.pipeline.items([_as_input(ex) for ex in part])))
+            _save(path, teacher.pipeline.logits(teacher.pipeline.items([ex.as_input() for ex in part])))
         chunks.append(np.load(path))
     order = [teacher.labels.labels.index(l) for l in student_labels]
     return np.concatenate(chunks)[:, order]
@@ -147,22 +159,15 @@ def as_the_teacher_reads(teacher, examples: list) -> list:
     return [replace(ex, text=ex.text.replace(MASK, mask)) if MASK in ex.text else ex for ex in examples]
 
 
-def _as_input(ex):
-    return ex.text if ex.kind == ExampleKind.TEXT else {"text": ex.text, "pair": ex.pair}
-
-
 def _cache(teacher_dir) -> Path:
     weights = Path(teacher_dir) / "model.safetensors"
     h = hashlib.sha256(f"teacher-logits/v2\n{Path(teacher_dir).resolve()}\n{weights.stat().st_size}\n"
                        f"{weights.stat().st_mtime_ns}\n".encode())
-    return cache_root() / "teacher_logits" / h.hexdigest()[:32]
+    return cache_dir("teacher_logits") / h.hexdigest()[:32]
 
 
 def _key(examples: list) -> str:
-    h = hashlib.sha256()
-    for ex in examples:
-        h.update(("\t".join(ex.texts()) + "\n").encode("utf-8"))
-    return h.hexdigest()[:32]
+    return transfer_hash(examples)[:32]
 
 
 def _save(path: Path, array: np.ndarray) -> None:
@@ -170,13 +175,82 @@ def _save(path: Path, array: np.ndarray) -> None:
         np.save(tmp, array.astype(np.float32))
 
 
+# ----------------------------------------------------------------------- logits kept as a file
+LOGITS_FORMAT = "adaptext-teacher-logits/1"
+
+
+def transfer_hash(examples: list) -> str:
+    """The identity of a transfer set: its texts, in order."""
+    h = hashlib.sha256()
+    for ex in examples:
+        h.update(("\t".join(ex.texts()) + "\n").encode("utf-8"))
+    return h.hexdigest()
+
+
+def teacher_identity(teacher_dir) -> dict:
+    """A teacher run by its folder's name and the hash of its weights (they outlive the folder)."""
+    h = hashlib.sha256()
+    with open(Path(teacher_dir) / "model.safetensors", "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return {"run": Path(teacher_dir).name, "weights_sha256": h.hexdigest()}
+
+
+def write_logits_file(path, logits: np.ndarray, labels: list[str], transfer: list, teachers: list[str],
+                      data_options: dict) -> Path:
+    from safetensors.numpy import save_file
+    meta = {"format": LOGITS_FORMAT, "labels": json.dumps(labels), "texts_sha256": transfer_hash(transfer),
+            "count": str(len(transfer)), "teachers": json.dumps([teacher_identity(t) for t in teachers]),
+            "data_options": json.dumps(data_options)}
+    with written_atomically(Path(path), suffix=".safetensors") as tmp:
+        save_file({"logits": np.ascontiguousarray(logits, dtype=np.float32)}, str(tmp), metadata=meta)
+    return Path(path)
+
+
+def logits_file_meta(path) -> dict:
+    """The metadata of a logits file, checked to be one; a one-line error naming the file if not."""
+    from safetensors import SafetensorError, safe_open
+    if not Path(path).is_file():
+        raise DataError(path, None, "no such file of teacher logits (--teacher-logits)")
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            meta = f.metadata() or {}
+    except (SafetensorError, OSError) as e:
+        raise DataError(path, None, f"not a file of teacher logits ({e})") from None
+    if meta.get("format") != LOGITS_FORMAT:
+        raise DataError(path, None, "not a file of teacher logits (adaptext logits writes them)")
+    return meta
+
+
+def read_logits_file(path, transfer: list, student_labels: list[str]) -> np.ndarray:
+    """The logits kept in ``path``, in the student's class order, if they were computed on exactly
+    this transfer set."""
+    from safetensors.numpy import load_file
+    meta = logits_file_meta(path)
+    if meta["texts_sha256"] != transfer_hash(transfer):
+        raise DataError(path, None, f"logits of another transfer set ({meta['count']} texts) than this run's "
+                                    f"({len(transfer)} texts, or other texts): make them with the same data, "
+                                    f"--augment, --unlabeled and --seed")
+    labels = json.loads(meta["labels"])
+    if sorted(labels) != sorted(student_labels):
+        raise DataError(path, None, f"logits over the classes {', '.join(labels)}, not the training data's "
+                                    f"({', '.join(student_labels)})")
+    return load_file(str(path))["logits"][:, [labels.index(l) for l in student_labels]]
+
+
 def soft_items(cfg: RunConfig, train: list, unlabeled: list, encoder, bad, log=print, device: str = "cpu") -> list:
     """The transfer set (``unlabeled``: the texts of the ``unlabeled`` file) encoded for the
-    student, each item with the teacher's logits (``soft``)."""
+    student, each item with the teacher's logits (``soft``): computed by the teacher runs, or read
+    from a file of them."""
+    source = cfg.teacher or cfg.teacher_logits
     if train and train[0].kind not in DISTILLED:
-        raise DataError(cfg.teacher, None, f"distillation reads text or pair examples, not {train[0].kind}")
+        raise DataError(source, None, f"distillation reads text or pair examples, not {train[0].kind}")
     transfer = transfer_set(cfg, train, unlabeled, log)
-    logits = teacher_logits(cfg.teacher, transfer, encoder.labels.labels, log, device=device)
+    if cfg.teacher_logits:
+        logits = read_logits_file(cfg.teacher_logits, transfer, encoder.labels.labels)
+    else:
+        assert cfg.teacher, "soft_items is called for a run with a teacher or a file of its logits"
+        logits = teacher_logits(cfg.teacher, transfer, encoder.labels.labels, log, device=device)
     items = encoder.encode(transfer, bad)
     for it in items:
         it.soft = logits[it.index]
@@ -187,10 +261,15 @@ def teacher_data_options(teacher_dir) -> dict:
     """The teacher run's data options (its training file or dataset, splits, columns): a student
     distilled from it reads the same data unless told otherwise (an ensemble: its first run's)."""
     from ..runs.files import read_json
-    from ..runs.contract import OPTIONS
+    from ..contract import OPTIONS
     from ..runs.options import flatten
     config = Path(teacher_dir) / "config.json"
     if not config.is_file():
         raise DataError(teacher_dir, None, "not a run directory (no config.json): the teacher must be a trained run")
     saved = flatten(read_json(config))
     return {k: v for k, v in saved.items() if k in OPTIONS and OPTIONS[k].section == "data"}
+
+
+def logits_data_options(path) -> dict:
+    """The data options of the teacher whose logits a file keeps."""
+    return json.loads(logits_file_meta(path)["data_options"])

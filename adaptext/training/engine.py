@@ -16,7 +16,7 @@ from ..data.loading import batch_loader
 from ..runs.pipeline import collator
 from .callbacks import StepCheckpoint, StepLog, Trim
 from .prepare import Prepared, class_weights_of
-from ..runs.config import RunConfig
+from ..config import RunConfig
 
 
 @dataclass

@@ -12,7 +12,7 @@ from ..runs.threads import use_threads
 from .engine import fit, quiet_engine
 from .outputs import evaluate, run_info, save
 from .prepare import prepare
-from ..runs.config import RunConfig
+from ..config import RunConfig
 
 
 def fit_one(cfg: RunConfig, splits: Splits, out: Path, resume: bool = False, log=print, extra=()) -> dict:

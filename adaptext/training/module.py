@@ -9,13 +9,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..data.errors import UsageError
+from ..errors import UsageError
 from ..optim import OPTIMIZERS
 from ..runs import metrics as M
 from ..runs.files import write_csv
 from ..runs.pipeline import logits_of, probabilities
 from .state import RngState, TrainStats
-from ..runs.config import RunConfig
+from ..config import RunConfig
 
 
 class Diverged(UsageError):
@@ -23,13 +23,15 @@ class Diverged(UsageError):
 
 
 class ClassifierModule(L.LightningModule):
+    class_weights: torch.Tensor             # a buffer: a weight per class, or empty for none
+
     def __init__(self, model: torch.nn.Module, cfg: RunConfig, labels, train_loader, dev_loader,
                  class_weights: torch.Tensor | None = None, log_path=None, started: float | None = None):
         super().__init__()
         self.model, self.cfg, self.labels = model, cfg, labels
         self.train_loader, self.dev_loader = train_loader, dev_loader
         self.multilabel = labels.multilabel
-        self.monitor = cfg.monitor or ("micro_f1" if self.multilabel else "accuracy")
+        self.monitor = M.default_monitor(self.multilabel, cfg.monitor)
         self.smoothing = cfg.label_smoothing
         self.register_buffer("class_weights", class_weights if class_weights is not None else torch.ones(0),
                              persistent=False)
@@ -39,7 +41,8 @@ class ClassifierModule(L.LightningModule):
         self._train_time = 0.0
         self._batches_done = 0
         self._restore = None
-        self._resumed_epoch = None              # (train stats, seconds) of an epoch cut by a kill
+        # (train stats, seconds) of an epoch cut by a kill
+        self._resumed_epoch: tuple[TrainStats, float] | None = None
         self.started = time.perf_counter() if started is None else started
         self.seconds_before = 0.0               # wall seconds of the run's earlier processes (when resumed)
         self.last_dev: dict = {}
@@ -139,21 +142,27 @@ class ClassifierModule(L.LightningModule):
         self._val = []
         if self.trainer.world_size > 1:
             index, probs, labels = (self._gather_uneven(t) for t in (index, probs, labels))
-            loss_sum = self.all_gather(loss_sum).sum()
-        index, keep = np.unique(index.cpu().numpy(), return_index=True)   # ranks may share a padded batch
-        probs, labels = probs.cpu().numpy()[keep], labels.cpu().numpy()[keep]
-        m = M.compute(probs, labels, self.labels.labels, self.multilabel, self.labels.threshold)
-        m["loss"] = float(loss_sum) / max(len(index), 1)
+            loss_sum = self._gather(loss_sum).sum()
+        _, keep = np.unique(index.cpu().numpy(), return_index=True)       # ranks may share a padded batch
+        dev_probs, dev_labels = probs.cpu().numpy()[keep], labels.cpu().numpy()[keep]
+        m = M.compute(dev_probs, dev_labels, self.labels.labels, self.multilabel, self.labels.threshold)
+        m["loss"] = float(loss_sum) / max(len(keep), 1)
         self.last_dev = m
         self.log("dev_score", m[self.monitor], prog_bar=True, sync_dist=False)
 
+    def _gather(self, t: torch.Tensor) -> torch.Tensor:
+        """A tensor from every rank, stacked: [world, *t.shape]."""
+        out = self.all_gather(t)
+        assert isinstance(out, torch.Tensor), "all_gather of one tensor is one tensor"
+        return out
+
     def _gather_uneven(self, t: torch.Tensor) -> torch.Tensor:
         """Concatenate a tensor from every rank when ranks hold different numbers of rows."""
-        sizes = self.all_gather(torch.tensor(t.shape[0], device=t.device)).view(-1).tolist()
+        sizes = self._gather(torch.tensor(t.shape[0], device=t.device)).view(-1).tolist()
         pad = max(sizes) - t.shape[0]
         if pad:
             t = torch.cat([t, t.new_zeros((pad, *t.shape[1:]))])
-        g = self.all_gather(t)                       # [world, max, ...]
+        g = self._gather(t)                          # [world, max, ...]
         return torch.cat([g[r, :n] for r, n in enumerate(sizes)])
 
     # ------------------------------------------------------------------ epoch log

@@ -15,7 +15,7 @@ from ..runs.pipeline import collator, gold, predict_probs
 from ..runs.spec import RunSpec
 from .engine import Fitted
 from .prepare import Prepared
-from ..runs.config import RunConfig
+from ..config import RunConfig
 
 
 def evaluate(model, p: Prepared) -> tuple[dict, LabelMap, list | None]:
@@ -59,7 +59,7 @@ def run_info(cfg: RunConfig, model, p: Prepared, f: Fitted, bad_before: int, fil
         "train_examples": len(p.train), "dev_examples": len(p.dev), "test_examples": len(p.test) if p.test else 0,
         "vocab_size": len(p.spec.vocab), "bad_lines_skipped": bad_before + p.bad.count, "truncated_texts": p.truncated,
         "left_out_by_design": filtered or None, "embedding_coverage": p.coverage.ratio if p.coverage else None,
-        "epochs_run": f.epochs_run, "best_epoch": _best_epoch(rows, f.monitor), "train_seconds": round(f.seconds, 2),
+        "epochs_run": f.epochs_run, "monitor": f.monitor, "best_epoch": _best_epoch(rows, f.monitor), "train_seconds": round(f.seconds, 2),
         "train_examples_per_s": mean_or_none([r["examples_per_s"] for r in rows]),
         "threshold": p.spec.labels.threshold if p.spec.labels.multilabel else None,
     }

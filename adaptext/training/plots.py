@@ -34,13 +34,13 @@ def learning_curves(rows: list[dict], path, monitor: str) -> None:
     fig.savefig(path, dpi=110)
 
 
-def confusion_matrix(cm: list, labels: list[str], path, title: str = "") -> None:
-    cm = np.asarray(cm)
+def confusion_matrix(cm: list[list[int]], labels: list[str], path, title: str = "") -> None:
+    counts = np.asarray(cm)
     k = len(labels)
     size = min(max(4.8, 3 + 0.45 * k), 18)
     fig = _figure(figsize=(size, size * 0.85))
     ax = fig.subplots()
-    norm = cm / np.maximum(cm.sum(1, keepdims=True), 1)
+    norm = counts / np.maximum(counts.sum(1, keepdims=True), 1)
     im = ax.imshow(norm, cmap="Blues", vmin=0, vmax=1)
     ax.set_xticks(range(k), labels, rotation=60, ha="right", fontsize=8 if k > 10 else 10)
     ax.set_yticks(range(k), labels, fontsize=8 if k > 10 else 10)
@@ -48,7 +48,7 @@ def confusion_matrix(cm: list, labels: list[str], path, title: str = "") -> None
     if k <= 20:
         for i in range(k):
             for j in range(k):
-                ax.text(j, i, str(cm[i, j]), ha="center", va="center", fontsize=7,
+                ax.text(j, i, str(counts[i, j]), ha="center", va="center", fontsize=7,
                         color="white" if norm[i, j] > .5 else "black")
     ax.set_title(title or "confusion matrix (row-normalised colour, counts)", fontsize=9)
     fig.colorbar(im, ax=ax, fraction=0.046)

@@ -8,9 +8,9 @@ import numpy as np
 import torch
 
 from ..data.batching import Encoder, StoredItems
-from ..data.loading import ItemDataset
-from ..data.embeddings import embedding_matrix, principal_components
-from ..data.errors import BadLines, DataError
+from ..data.loading import ItemDataset, Items
+from ..data.embeddings import Coverage, embedding_matrix, principal_components
+from ..errors import BadLines, DataError
 from ..data.examples import ExampleKind
 from ..data.store import StoredSplit
 from ..data.text import LabelMap, Vocab
@@ -20,7 +20,7 @@ from ..runs.pipeline import tag
 from ..runs.spec import RunSpec, make_tokenizer
 from ..runs.splits import DEMO
 from .distill import soft_items, unlabeled_texts
-from ..runs.config import RunConfig
+from ..config import RunConfig
 
 
 @dataclass
@@ -29,10 +29,10 @@ class Prepared:
     pretrained vectors and the encoded splits."""
     spec: RunSpec
     vectors: torch.Tensor | None
-    coverage: object
-    train: list
-    dev: list
-    test: list | None
+    coverage: Coverage | None
+    train: Items
+    dev: Items
+    test: Items | None
     test_examples: list
     bad: BadLines
     truncated: int
@@ -51,7 +51,8 @@ def prepare(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: boo
         return prepare_stored(cfg, train, dev, test, kind, multilabel, log)
     train, dev, test = (tag(s, cfg) for s in (train, dev, test))
     tokenizer = make_tokenizer(cfg)
-    unlabeled = unlabeled_texts(cfg.unlabeled) if cfg.teacher and cfg.unlabeled else []
+    distilled = bool(cfg.teacher or cfg.teacher_logits)
+    unlabeled = unlabeled_texts(cfg.unlabeled) if distilled and cfg.unlabeled else []
     # a student learns the words of its unlabelled transfer texts from the teacher's logits, so they
     # are counted with the training texts' words
     vocab = tokenizer.vocabulary(token_lists(train + unlabeled, tokenizer), cfg.min_freq, cfg.max_vocab or None)
@@ -63,9 +64,13 @@ def prepare(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: boo
     spec = RunSpec(cfg, kind, tokenizer, vocab, tag_vocab, labels, coverage.dim if coverage else None)
     encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg.max_length)
     encoded = [encoder.encode(s, bad) if s else None for s in (train, dev, test)]
-    if cfg.teacher:
+    if distilled:
         encoded[0] = soft_items(cfg, train, unlabeled, encoder, bad, log, device=prepare_device(cfg))
-    return Prepared(spec, vectors, coverage, *encoded, test or [], bad, encoder.truncated)
+    train_items, dev_items, test_items = encoded
+    # the training examples give at least two labels (checked_labels) and dev is not empty (above)
+    assert train_items is not None and dev_items is not None, "train and dev hold examples"
+    return Prepared(spec, vectors, coverage, train_items, dev_items, test_items, test or [], bad,
+                    encoder.truncated)
 
 
 def prepare_stored(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: bool, log=print) -> Prepared:
@@ -84,7 +89,10 @@ def prepare_stored(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilab
     spec = RunSpec(cfg, kind, tokenizer, vocab, None, labels, coverage.dim if coverage else None)
     encoded = [StoredItems(s, vocab, labels, cfg.max_length, bad) if s else None for s in (train, dev, test)]
     truncated = sum(e.truncated for e in encoded if e is not None)
-    return Prepared(spec, vectors, coverage, *encoded, test or [], bad, truncated)
+    train_items, dev_items, test_items = encoded
+    # the training rows give at least two labels (checked_labels) and dev is not empty (prepare)
+    assert train_items is not None and dev_items is not None, "train and dev hold examples"
+    return Prepared(spec, vectors, coverage, train_items, dev_items, test_items, test or [], bad, truncated)
 
 
 def checked_labels(cfg: RunConfig, labels: LabelMap) -> LabelMap:

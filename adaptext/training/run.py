@@ -1,6 +1,8 @@
 """Entry points of training: ``train_run`` (``adaptext train``: a run from its options, resumed
-or cross-validated), ``distill_run`` (``adaptext distill``) and ``fit_examples`` (``adaptext.fit``:
-a run on examples in memory); the rules of a run directory (new, resumed, writable, one writer)."""
+or cross-validated), ``distill_run`` (``adaptext distill``), ``fit_examples`` (``adaptext.fit``:
+a run on examples in memory) and ``trained`` (a run read back, resumed or trained, as its
+directory's state says: a sweep's trials, auto's candidates, the benchmarks' kept runs); what a
+new or resumed run may be written over (the state itself is ``runs.rundir``'s)."""
 from __future__ import annotations
 
 import contextlib
@@ -9,21 +11,24 @@ import os
 from pathlib import Path
 
 from ..data.datasets import Splits, holdout
-from ..data.errors import BadLines, DataError, UsageError
+from ..errors import BadLines, DataError, UsageError
 from ..data.examples import as_examples
 from ..runs.files import read_json, writer_lock
 from ..registry import get_entry
-from ..runs.config import RunConfig
-from ..runs.contract import DEFAULT_MODEL, PATH_KEYS, RESUME_MAY_CHANGE
+from ..config import RunConfig
+from ..contract import DEFAULT_MODEL, PATH_KEYS, RESUME_MAY_CHANGE
 from ..runs.options import check_new_run, resolve
+from ..runs.rundir import RunDir, RunState
 from ..runs.spec import write_config
 from ..runs.splits import DEMO, load_data, parsed_for
 from .cv import cross_validate
-from .distill import DISTILLED, teacher_data_options
+from .distill import (DISTILLED, logits_data_options, teacher_data_options, teacher_logits, transfer_set,
+                      unlabeled_texts, write_logits_file)
 from .engine import is_rank_zero
 from .fit import fit_one
 
 IN_MEMORY = "in-memory"     # the data a run given examples (not files) names in its config
+TRANSFER_KEYS = ("augment", "unlabeled", "tagger")     # with the data, what makes a transfer set
 
 
 def default_out(cfg) -> Path:
@@ -45,8 +50,9 @@ def train_run(options: dict, file_options: dict | None = None, log=print, config
 
 def distill_run(teachers, options: dict, log=print) -> dict:
     """Train the student ``options`` describe on the logits of a teacher run (or of several: an
-    ensemble, their logits averaged), reading the first teacher's data unless ``options`` name
-    other data; the student's metrics. The student's config.json names every teacher."""
+    ensemble, their logits averaged), or on those a file keeps (``options["teacher_logits"]``, no
+    teacher run), reading the teacher's data unless ``options`` name other data; the student's
+    metrics. The student's config.json names every teacher, or the file."""
     if options.get("resume"):              # the student's own config.json names its teachers and data
         return train_run(options, log=log)
     student = get_entry(options.get("model") or DEFAULT_MODEL)
@@ -54,14 +60,59 @@ def distill_run(teachers, options: dict, log=print) -> dict:
         raise UsageError(f"--model {student.name} reads {'/'.join(student.inputs)} examples; a student learns a "
                          "teacher's logits on texts or pairs: choose a text or pair model (adaptext models)")
     teachers = [teachers] if isinstance(teachers, (str, Path)) else list(teachers)
+    if options.get("teacher_logits"):
+        if teachers:
+            raise UsageError("give teacher runs or --teacher-logits FILE, not both")
+        inherited = {} if options.get("data") else logits_data_options(options["teacher_logits"])
+        return train_run(options, inherited, log=log)
+    if not teachers:
+        raise UsageError("distillation needs a teacher run (adaptext distill TEACHER_RUN ...) or --teacher-logits FILE")
+    # the teacher's splits and columns belong to its data: a student told --data reads that data alone
+    inherited = {} if options.get("data") else teacher_data_options(teachers[0])
+    return train_run({**options, "teacher": joined_teachers(teachers)}, inherited, log=log)
+
+
+def joined_teachers(teachers: list) -> str:
+    """The teacher runs as one option: their absolute paths, comma-separated."""
     for t in teachers:
         if "," in str(t):
             raise DataError(t, None, "a teacher run directory whose name holds a comma cannot be read (the teachers "
                                      "of an ensemble are written comma-separated): rename it")
-    joined = ",".join(str(Path(t).resolve()) for t in teachers)
-    # the teacher's splits and columns belong to its data: a student told --data reads that data alone
-    inherited = {} if options.get("data") else teacher_data_options(teachers[0])
-    return train_run({**options, "teacher": joined}, inherited, log=log)
+    return ",".join(str(Path(t).resolve()) for t in teachers)
+
+
+def logits_run(teachers: list, options: dict, out, log=print) -> Path:
+    """Write the logits of the teacher runs (an ensemble: their mean) over the transfer set a
+    student with ``options`` would be shown (its training texts, ``augment`` copies, the
+    ``unlabeled`` file) to the file ``out``, for ``--teacher-logits``."""
+    if not teachers:
+        raise UsageError("adaptext logits needs the teacher runs whose logits it writes")
+    data_options = teacher_data_options(teachers[0])
+    joined = joined_teachers(teachers)
+    cfg = resolve({**options, "teacher": joined}, {} if options.get("data") else data_options)
+    splits = load_data(cfg, log=log)
+    unlabeled = unlabeled_texts(cfg.unlabeled) if cfg.unlabeled else []
+    transfer = transfer_set(cfg, splits.train, unlabeled, log)
+    labels = sorted({str(ex.label) for ex in splits.train if ex.label is not None})
+    logits = teacher_logits(joined, transfer, labels, log)
+    # what a student needs to build the same transfer set: the data, and how the set was made from it
+    saved = {k: v for k, v in cfg.flat().items() if k in data_options or k in ("data", "dev", "test", *TRANSFER_KEYS)}
+    return write_logits_file(out, logits, labels, transfer, joined.split(","), saved)
+
+
+def trained(run: RunDir, options: dict, log=print, callbacks=(), resume_options: dict | None = None) -> dict:
+    """The metrics of the run ``options`` describe in ``run``: read back when it finished,
+    resumed when it was cut short (or failed after it began), trained when new. A resume takes
+    ``resume_options`` (default: those of ``options`` that ``--resume`` may change)."""
+    state = run.state
+    if state is RunState.FINISHED:
+        return read_json(run.metrics)
+    run.refuse_if_running()
+    run.clear_failure()
+    if run.config.is_file():
+        again = {k: v for k, v in options.items() if k in RESUME_MAY_CHANGE} if resume_options is None else resume_options
+        return train_run({**again, "resume": str(run.path)}, log=log, callbacks=callbacks)
+    return train_run({**options, "out": str(run.path)}, log=log, callbacks=callbacks)
 
 
 def fit_examples(train, dev=None, test=None, log=print, **options) -> tuple[Path, dict]:
@@ -119,15 +170,22 @@ def new_config(options: dict, file_options: dict | None, config_file) -> tuple[R
     cfg = cfg.replace(**{k: str(Path(v).resolve()) for k, v in paths.items()     # --config RUN/config.json
                          if v and Path(v).exists()})                             # works from anywhere
     out = Path(cfg.out) if cfg.out else default_out(cfg)
-    if (out / "metrics.json").exists() or (out / "checkpoints").exists() or any(out.glob("fold-*")):
-        raise DataError(out, None, "the run directory already holds a run (use --resume to continue it, "
-                                   "or another --out)")
+    run = RunDir(out)
+    if not is_rank_zero():          # the other ranks of a run rank 0 has checked, locked and begun
+        return cfg, out
+    run.refuse_if_running()
+    if run.started:
+        raise DataError(out, None, f"the run directory already holds a run ({run.state}: use --resume to "
+                                   "continue it, or another --out)")
     return cfg, out
 
 
 def resumed_config(out: Path, options: dict) -> tuple[RunConfig, Path]:
     """The run's own config, with only the options ``--resume`` may change taken from ``options``."""
-    if not (out / "config.json").exists():
+    run = RunDir(out)
+    if is_rank_zero():
+        run.refuse_if_running()
+    if not run.config.exists():
         raise DataError(out, None, "not a run directory (no config.json) to resume")
     saved = resolve({}, read_json(out / "config.json"), out / "config.json").flat()
     changed = {k: v for k, v in options.items() if k not in RESUME_MAY_CHANGE + ("resume",)
@@ -139,8 +197,7 @@ def resumed_config(out: Path, options: dict) -> tuple[RunConfig, Path]:
                          f"{saved.get(k)!r} (only {', '.join('--' + x.replace('_', '-') for x in RESUME_MAY_CHANGE)} "
                          f"may change). For a new run with other options: --config {out / 'config.json'} "
                          f"{flag} {v} --out NEW_DIR")
-    if (out / "metrics.json").exists() and not (out / "checkpoints" / "last.ckpt").exists() \
-            and not any(out.glob("fold-*")):
+    if run.state is RunState.FINISHED and not run.can_train_on:
         raise DataError(out, None, "the run has finished and its resume state was removed (train with "
                                    "--keep-checkpoints to keep it); to train on, start a new run: --config "
                                    f"{out / 'config.json'} --epochs N --out NEW_DIR")

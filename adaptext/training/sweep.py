@@ -16,14 +16,17 @@ import math
 import sys
 import re
 import time
-import traceback
 from dataclasses import dataclass
+from typing import Any, Callable
 from pathlib import Path
 
 from lightning.pytorch.callbacks import Callback
 
-from ..data.errors import DataError, MissingResource, UsageError
+from ..errors import DataError, MissingResource, UsageError
 from ..runs.files import read_json, write_atomic, write_csv, writer_lock
+from ..runs.metrics import default_monitor, monitor_of
+from ..tables import markdown_table
+from ..runs.rundir import RunDir
 
 
 @dataclass(frozen=True)
@@ -139,9 +142,9 @@ class Sweep:
     """``options(params, out)``: a trial's train options (typed and checked) for its params."""
     out: Path
     dims: list
-    options: object
+    options: Callable[[dict[str, Any], str], dict[str, Any]]
     grid: bool
-    monitor: str = "accuracy"
+    monitor: str | None = None      # None: the trials' own (the trainer's default for their data)
     shared: dict | None = None      # the options every trial shares (see ``shared_options``)
 
     def study(self, prepare: bool = True):
@@ -210,15 +213,14 @@ class Sweep:
         trial.set_user_attr("run", run)
         started = time.perf_counter()
         try:
-            score = dev_score(self._train(trial, params, Path(run)), self.monitor)
+            metrics = self._train(trial, params, Path(run))
+            self.monitor = self.monitor or monitor_of(metrics)
+            score = dev_score(metrics, self.monitor)
         except _optuna().TrialPruned:
             print(f"trial {Path(run).name}: pruned", file=sys.stderr, flush=True)
             raise
         except Exception as e:               # the trial fails; the sweep goes on with the others
-            Path(run).mkdir(parents=True, exist_ok=True)
-            (Path(run) / "error.txt").write_text(traceback.format_exc())
-            said = str(e) if isinstance(e, UsageError) else f"{type(e).__name__}: {e}"
-            trial.set_user_attr("error", " ".join(said.split())[:300])
+            trial.set_user_attr("error", RunDir(run).record_failure(e))
             print(f"trial {Path(run).name}: failed ({trial.user_attrs['error']})", file=sys.stderr, flush=True)
             raise
         shown = ", ".join(f"{k}={v}" for k, v in params.items())
@@ -229,12 +231,9 @@ class Sweep:
     def _train(self, trial, params: dict, run: Path) -> dict:
         """The trial's metrics: its run trained, resumed from its checkpoint, or read back when it
         finished before a kill kept the sweep from recording it."""
-        from .run import train_run
-        if (run / "metrics.json").is_file():           # written last: the run is complete
-            return read_json(run / "metrics.json")
-        resume = (run / "checkpoints" / "last.ckpt").exists() or any(run.glob("fold-*/checkpoints"))
-        opts = {"resume": str(run)} if resume else self.options(params, str(run))
-        return train_run(opts, log=lambda m: None, callbacks=[PruneOnDev(trial)])
+        from .run import trained
+        return trained(RunDir(run), self.options(params, str(run)), log=lambda m: None,
+                       callbacks=[PruneOnDev(trial)], resume_options={})
 
     def run(self, trials: int | None, seconds: float | None, log=print, jobs: int = 1) -> dict:
         """A search's ``trials`` in all (those a killed sweep finished count); a grid trains
@@ -296,6 +295,7 @@ class Sweep:
 
     # ------------------------------------------------------------------ results
     def report(self, study, log=print) -> dict:
+        self.monitor = self.monitor or self._trials_monitor(study)
         rows = [self._row(t) for t in _reported(study.trials)]
         write_csv(self.out / "trials.csv", rows)
         write_atomic(self.out / "trials.json", rows)
@@ -314,6 +314,14 @@ class Sweep:
             log(f"{len(failed)} trial(s) failed (see {self.out / 'trials.md'}); trial {first['trial']}: "
                 f"{first['error']} (traceback in {Path(first['run']) / 'error.txt'})")
         return summary
+
+    def _trials_monitor(self, study) -> str:
+        """The metric the trials were trained by (trained in other processes, or before a resume)."""
+        for t in study.trials:
+            run = RunDir(t.user_attrs.get("run") or self.out / "none")
+            if t.state.name == "COMPLETE" and run.metrics.is_file():
+                return monitor_of(read_json(run.metrics))
+        return default_monitor(False)
 
     def _row(self, t) -> dict:
         return {"trial": _trial_number(t), **{d.name: t.params.get(d.name) for d in self.dims},
@@ -406,19 +414,17 @@ def _markdown(rows: list) -> str:
     if not rows:
         return "no trials\n"
     cols = list(rows[0])
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
-    return "\n".join(lines) + "\n"
+    return markdown_table(cols, ([r[c] for c in cols] for r in rows))
 
 
 def retrain(best: dict, options, dims: list, out: Path, seeds: list[int], monitor: str, log=print) -> dict:
     """The best trial's options trained again with each seed: test (else dev) mean and spread."""
-    from .run import train_run
+    from .run import trained
     params = {d.name: best[d.name] for d in dims}
     scores = []
     for seed in seeds:
         run = out / f"best-seed{seed}"
-        m = train_run(dict(options(params, str(run)), seed=seed), log=lambda message: None)
+        m = trained(RunDir(run), dict(options(params, str(run)), seed=seed), log=lambda message: None)
         scores.append(m.get("test", m["dev"])[monitor])
     mean = sum(scores) / len(scores)
     std = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
@@ -434,7 +440,7 @@ def shared_options(dims: list, options, out: Path) -> dict:
     train`` checks it, the other swept options at their first values; then the options the
     trials share (those that make the study what it is: not the swept ones, nor where and how
     fast the runs are written), as the study keeps them."""
-    from ..runs.contract import PATH_KEYS, RESUME_MAY_CHANGE
+    from ..contract import PATH_KEYS, RESUME_MAY_CHANGE
     from ..runs.options import check_new_run, resolve
     first, run = _first_values(dims), str(out / "check")
     for d in dims:
@@ -453,7 +459,7 @@ def shared_options(dims: list, options, out: Path) -> dict:
 
 
 def sweep_run(specs: list[str], search: bool, options, out, trials: int | None = None, seconds: float | None = None,
-              retrain_seeds: list[int] | None = None, monitor: str = "accuracy", log=print, jobs: int = 1) -> dict:
+              retrain_seeds: list[int] | None = None, monitor: str | None = None, log=print, jobs: int = 1) -> dict:
     """Run (or resume) a sweep of ``specs`` (see ``parse_dimensions``); its summary.
     ``options(params, run_dir)``: a trial's train options (typed and checked)."""
     if search and not trials and not seconds:
@@ -469,6 +475,7 @@ def sweep_run(specs: list[str], search: bool, options, out, trials: int | None =
         sweep = Sweep(Path(out), dims, options, not search, monitor, shared)
         summary = sweep.run(trials if search else None, seconds, log, jobs)
         if retrain_seeds and summary["best"]:
+            monitor = sweep.monitor or default_monitor(False)          # a best trial has set it
             summary["retrain"] = retrain(summary["best"], options, dims, Path(out), retrain_seeds, monitor, log)
         summary["seconds"] = round(time.perf_counter() - started, 1)
         write_atomic(Path(out) / "best.json", summary)

@@ -6,6 +6,7 @@ import ctypes
 import functools
 import os
 import sys
+from typing import Callable
 
 
 class MemoryGuard:
@@ -18,8 +19,9 @@ class MemoryGuard:
     but maps every activation on its own (twice the step time, measured); trimming only when
     memory has grown costs a few milliseconds now and then (see benchmarks/scale.py)."""
 
-    def __init__(self, slack: float = 0.05):
-        self.slack, self.level = slack, None
+    def __init__(self, slack: float = 0.05) -> None:
+        self.slack = slack
+        self.level: float | None = None
         self.trim = _malloc_trim()
 
     def check(self) -> bool:
@@ -35,7 +37,7 @@ class MemoryGuard:
 
 
 @functools.cache
-def _malloc_trim():
+def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim``, looked up once (loading a library builds a class each time)."""
     if not sys.platform.startswith("linux"):
         return None
@@ -53,7 +55,7 @@ def resident_mb() -> float:
         return 0.0
 
 
-def memory_mb() -> dict:
+def memory_mb() -> dict[str, float]:
     """Resident memory now (Linux) and at the peak, in MB."""
     import resource
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1024 if sys.platform != "darwin" else 1024 ** 2)

@@ -1,5 +1,4 @@
-"""The optimisers a run may choose (``OPTIMIZERS``: the ``--optimizer`` choices are its keys),
-and Adadelta and Adagrad that spend work only on the embedding rows a batch uses.
+"""Adadelta and Adagrad that spend work only on the embedding rows a batch uses.
 
 A word-embedding matrix is most of a small text model's parameters (Kim's CNN-rand on MR:
 18k words x 300 = 5.4M of 5.8M), yet one batch of 50 sentences touches a few hundred of its
@@ -16,6 +15,8 @@ With weight decay every row has a gradient, and the rows path is not taken.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -24,7 +25,7 @@ def param_groups(model: nn.Module) -> list[dict]:
     """The trainable parameters as two groups: embedding matrices (``rows=True``) and the rest."""
     emb = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if id(p) not in emb]},
+    groups: list[dict[str, Any]] = [{"params": [p for p in params if id(p) not in emb]},
               {"params": [p for p in params if id(p) in emb], "rows": True}]
     return [g for g in groups if g["params"]]
 
@@ -121,24 +122,3 @@ class Adagrad(_RowOptimizer):
         s = state["sum"].index_select(0, rows).addcmul_(g, g)
         state["sum"].index_copy_(0, rows, s)
         p.index_add_(0, rows, g / s.sqrt().add_(group["eps"]), alpha=-group["lr"])
-
-
-def _adam(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    return torch.optim.Adam(param_groups(model), lr=lr, weight_decay=weight_decay)
-
-
-def _adagrad(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    return Adagrad(param_groups(model), lr=lr, weight_decay=weight_decay)
-
-
-def _adadelta(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    return Adadelta(param_groups(model), lr=lr, rho=0.95, eps=1e-6, weight_decay=weight_decay)   # Kim 2014
-
-
-def _sgd(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    return torch.optim.SGD(param_groups(model), lr=lr, momentum=0.9, weight_decay=weight_decay)
-
-
-# name -> factory(model, lr, weight_decay); embedding matrices go in a group apart (param_groups), so
-# Adadelta and Adagrad update only the rows a batch uses
-OPTIMIZERS = {"adam": _adam, "adagrad": _adagrad, "adadelta": _adadelta, "sgd": _sgd}

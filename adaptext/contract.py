@@ -14,13 +14,15 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
-from ..data.readers import FORMATS, ReadOptions
-from ..optim import OPTIMIZERS
+from .data.readers import FORMATS, ReadOptions
+from .optim import OPTIMIZERS
 
 
-def opt(default, help: str, *, choices=None, lowest=None, highest=None, above=None, below=None,
-        resume: bool = False, path: bool = False, reader: bool = False, aliases: tuple = ()):
+def opt(default: Any, help: str, *, choices: Iterable[str] | None = None, lowest: float | None = None,
+        highest: float | None = None, above: float | None = None, below: float | None = None, resume: bool = False,
+        path: bool = False, reader: bool = False, aliases: tuple[str, ...] = ()) -> Any:
     """A run option. ``lowest`` / ``highest``: the smallest / largest value taken; ``above`` /
     ``below``: bounds a value must exceed / stay under; ``resume``: ``--resume`` may change it;
     ``path``: a file or folder, written to config.json by absolute path; ``reader``: passed to the
@@ -117,6 +119,8 @@ class EngineOptions:
 class DistillationOptions:
     teacher: str | None = opt(None, "a trained run whose logits the model learns from (see adaptext distill); "
                                     "several, comma-separated: an ensemble, their logits averaged", path=True)
+    teacher_logits: str | None = opt(None, "a file of a teacher's logits over the transfer set (adaptext logits), "
+                                           "learnt from in place of the teacher run", path=True)
     distill_loss: str = opt("mse", "mse: squared error between logits (Tang et al. 2019); kl: KL divergence of "
                                    "the temperature-softened distributions (Hinton et al. 2015)", choices=("mse", "kl"))
     alpha: float = opt(0.5, "weight of the true labels' loss; the teacher's weighs 1 - alpha", lowest=0, highest=1)
@@ -145,16 +149,17 @@ class Option:
     section: str
     default: typing.Any
     type: type
-    meta: dict
+    meta: dict[str, Any]
 
     @property
-    def flags(self) -> tuple:
+    def flags(self) -> tuple[str, ...]:
         return ("--" + self.name.replace("_", "-"), *self.meta["aliases"])
 
 
-def _base_type(hint) -> type:
+def _base_type(hint: Any) -> type:
     args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if args else hint
+    base: type = args[0] if args else hint
+    return base
 
 
 def _collect() -> dict[str, Option]:

@@ -1,0 +1,99 @@
+"""Students distilled from a file of teacher logits (``adaptext logits``), on a machine that need
+not run the teacher: test accuracy of each student recipe over seeds, and the throughput of every
+student beside the teacher's in one interleaved pass (the teacher run is needed only for that
+row; CPU time per pass at one torch thread, the median of five rounds).
+
+    adaptext logits RUN --data sst2 --unlabeled sst-train-phrases.txt --out benchmarks/logits/x.safetensors
+    python benchmarks/logits_students.py --logits benchmarks/logits/x.safetensors --teacher RUN \\
+        --students bilstm-64,bilstm-128 --seeds 1,2,3 --keep ~/runs/students
+
+The student runs are kept under --keep: a killed run resumes, a finished one is read back, and
+the result file is rewritten after every run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+BILSTM = {"model": "lstm", "layers": 1, "bidirectional": True, "batch_size": 64, "alpha": 0.0, "epochs": 5}
+STUDENTS = {
+    "bilstm-64": ({**BILSTM, "hidden": 64}, "one-layer BiLSTM (64 a direction)"),
+    "bilstm-128": ({**BILSTM, "hidden": 128}, "one-layer BiLSTM (128 a direction)"),
+    "bilstm-64-8ep": ({**BILSTM, "hidden": 64, "epochs": 8}, "one-layer BiLSTM (64 a direction), 8 epochs"),
+    "bilstm-2x64": ({**BILSTM, "hidden": 64, "layers": 2}, "two-layer BiLSTM (64 a direction)"),
+}
+
+
+def args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--logits", required=True, help="a file of teacher logits (adaptext logits)")
+    ap.add_argument("--teacher", help="the teacher run, for the throughput baseline (else no speed rows)")
+    ap.add_argument("--students", default="bilstm-64")
+    ap.add_argument("--seeds", default="1,2,3")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of each student's training")
+    ap.add_argument("--keep", type=Path, default=Path.home() / ".cache" / "adaptext" / "runs" / "logits_students")
+    ap.add_argument("--out", default=None)
+    return ap.parse_args()
+
+
+def student(name: str, seed: int, a) -> dict:
+    from adaptext.runs.rundir import RunDir
+    from adaptext.training.run import distill_run, trained
+    options, _ = STUDENTS[name]
+    run = RunDir(a.keep / f"{name}-seed{seed}")
+    opts = {**options, "teacher_logits": str(Path(a.logits).resolve()), "seed": seed, "threads": a.threads,
+            "progress": False, "out": str(run.path)}
+    if run.config.is_file():
+        return trained(run, opts, log=lambda m: None)
+    return distill_run([], opts, log=lambda m: print(m, file=sys.stderr, flush=True))
+
+
+def rows_of(results: dict, a, speeds: dict) -> list[dict]:
+    from adaptext.training.distill import logits_file_meta
+    data = json.loads(logits_file_meta(a.logits)["data_options"]).get("data", "-")
+    rows = []
+    for name, metrics in results.items():
+        accs = [m["test"]["accuracy"] for m in metrics]
+        rows.append({"model": STUDENTS[name][0]["model"], "variant": f"distilled from the file, {STUDENTS[name][1]}",
+                     "dataset": Path(str(data)).stem, "split": "test", "metric": "accuracy", **common.stats(accs)})
+    for name, value in speeds.items():
+        model = "transformer" if name == "teacher" else STUDENTS[name][0]["model"]
+        rows.append({"model": model, "variant": "teacher" if name == "teacher" else STUDENTS[name][1],
+                     "dataset": "-", "metric": "sentences_per_s", "mean": round(value, 1), "n": 1,
+                     "baseline": "transformer", "ratio": round(value / speeds["teacher"], 2)})
+    return rows
+
+
+def throughput(a, names: list[str], seed: int) -> dict:
+    from adaptext.auto.speed import measure_runs
+    from adaptext.data.datasets import load_named
+    test = [ex.text for ex in load_named("sst2", str(common.DATA)).test[:1000]]
+    runs = {"teacher": a.teacher, **{n: a.keep / f"{n}-seed{seed}" for n in names}}
+    return measure_runs(runs, test)
+
+
+def main() -> None:
+    a = args()
+    names, seeds = a.students.split(","), [int(s) for s in a.seeds.split(",")]
+    results: dict = {n: [] for n in names}
+    notes = (f"Students distilled from `{Path(a.logits).name}` (adaptext logits: the teacher's logits over the "
+             f"SST-2 training sentences and the 156,658 distinct phrases of the SST training trees), MSE on the "
+             f"logits only (alpha 0), batch 64, random word vectors, each at {a.threads} torch thread; test "
+             f"accuracy over seeds {a.seeds}. Throughput: adaptext.auto.speed (every model and the teacher "
+             f"loaded in one process, the first 1,000 test sentences, batch 64, one torch thread, CPU time, "
+             f"five rounds interleaved, the median), seed {seeds[0]}'s runs.")
+    for seed in seeds:
+        for name in names:
+            results[name].append(student(name, seed, a))
+            common.write("logits_students", rows_of({k: v for k, v in results.items() if v}, a, {}), notes, a.out)
+    speeds = throughput(a, names, seeds[0]) if a.teacher else {}
+    common.write("logits_students", rows_of(results, a, speeds), notes, a.out)
+
+
+if __name__ == "__main__":
+    main()
