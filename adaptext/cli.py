@@ -187,10 +187,9 @@ def auto_parser() -> argparse.ArgumentParser:
                                 "run, auto.json, best (a link to the winner's run), report.md / .html and "
                                 "frontier.png into --out; run it again to resume.")
     p.add_argument("--data", required=True, help="named dataset or training file")
-    from .contract import OPTIONS, READER_KEYS
-    for key in ("dev", "test", "data_dir", "format", "on_bad_line", *READER_KEYS):
-        flag = "--" + key.replace("_", "-")
-        p.add_argument(flag, dest=key, choices=OPTIONS[key].meta["choices"], help=f"as adaptext train {flag}")
+    from .contract import READER_KEYS
+    from .runs.options import add_option_flags
+    add_option_flags(p, ("dev", "test", "data_dir", "format", "on_bad_line", *READER_KEYS), "(as adaptext train)")
     p.add_argument("--unlabeled", help="a file of unlabelled in-domain texts, one per line, for the students to learn "
                                        "from when the budget allows")
     p.add_argument("--min-speed", help="the fewest sentences/s the winner must predict (3000), or a multiple of the "

@@ -1,14 +1,19 @@
-"""``adaptext auto`` on a dataset within a budget: each candidate's dev and test score, its
-prediction throughput (sentences/s, batch 64, measured by auto on the data's dev texts) against
-the fastest candidate's, and the whole run's wall time against its budget.
+"""``adaptext auto`` on MR (one stratified fold), SUBJ (one fold), TREC and SST-2 sentences at
+``--time 30m --min-speed 25x`` (SST-2 and MR also at 2h), beside the two peers a user tries first,
+in the same run: TF-IDF (word 1-2-grams, sublinear tf) with logistic regression, C chosen on dev;
+and fastText's autotune (``fasttext-numpy2-wheel``), given the wall time auto's baselines took.
+One row per (dataset, budget, candidate): test accuracy, the teacher's, and every candidate's
+sentences/s with its ratio to the teacher's, as auto's throughput pass measured them.
 
-    python benchmarks/auto_table.py --data trec --time 20m --out benchmarks/results/auto_trec.json
-    python benchmarks/auto_table.py --data sst2 --time 3h --min-speed 10000
+    python benchmarks/auto_table.py                                   # every cell: hours of CPU
+    python benchmarks/auto_table.py --datasets trec --budgets 3m --out /tmp/auto_smoke.json   # a smoke run
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -18,59 +23,154 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
+CELLS = {"mr": ("30m", "2h"), "subj": ("30m",), "trec": ("30m",), "sst2": ("30m", "2h")}
+FOLDED = ("mr", "subj")                  # cross-validated sets: one stratified fold is the test split
+C_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+BASELINES = ("baseline",)                # auto's roles whose training time fastText autotune is given
+
 
 def args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default="trec")
-    ap.add_argument("--time", default="20m")
-    ap.add_argument("--min-speed", default=None)
-    ap.add_argument("--keep", default=None, help="auto's folder (default: a temporary one)")
+    ap.add_argument("--datasets", default=",".join(CELLS), help="comma-separated, of " + ", ".join(CELLS))
+    ap.add_argument("--budgets", default=None, help="comma-separated budgets for every dataset (default: the table's)")
+    ap.add_argument("--min-speed", default="25x")
+    ap.add_argument("--threads", default=None, help="auto's --threads (default: as adaptext train chooses)")
+    ap.add_argument("--keep", default=None, help="a folder to keep auto's runs in (default: a temporary one)")
     ap.add_argument("--out", default=None)
-    return ap.parse_args()
+    a = ap.parse_args()
+    common.require_out(a, a.datasets != ",".join(CELLS) or a.budgets)
+    return a
 
 
-def rows_of(state: dict, dataset: str) -> list[dict]:
-    metric, rows = state["metric"], []
-    done = [c for c in state["candidates"] if c["status"] == "done"]
-    fastest = max(done, key=lambda c: c["speed"])
-    for c in state["candidates"]:
-        if c["status"] != "done":
-            continue
-        for split in ("dev", "test"):
-            rows.append({"model": c["model"], "variant": c["name"], "dataset": dataset, "split": split,
-                         "metric": metric, "mean": round(c[split], 2), "n": 1,
-                         "seconds": c["train_s"], "epochs": c["epochs_run"]})
-        rows.append({"model": c["model"], "variant": c["name"], "dataset": dataset, "metric": "sentences_per_s",
-                     "mean": c["speed"], "n": 1, "baseline": fastest["name"],
-                     "ratio": round(c["speed"] / fastest["speed"], 3)})
+# ------------------------------------------------------------------ the splits, as files auto and the peers read
+def splits(dataset: str) -> tuple[list, list, list]:
+    """(train, dev, test) examples: the named splits (a dev held out of train as adaptext holds it
+    out), or for MR and SUBJ fold 1 of the 10 stratified folds as test."""
+    from adaptext.data.datasets import holdout, load_named
+    s = load_named(dataset, str(common.DATA))
+    if s.folds:
+        tr, te = s.folds[0]
+        train, dev = holdout([s.train[i] for i in tr])
+        return train, dev, [s.train[i] for i in te]
+    return list(s.train), list(s.dev), list(s.test)
+
+
+def write_split(examples: list, path: Path) -> str:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        w.writerows([ex.text, ex.label] for ex in examples)
+    return str(path)
+
+
+def auto_data(dataset: str, train, dev, test, folder: Path) -> list[str]:
+    """auto's data options: a named set as it is; a folded one as its fold's files."""
+    if dataset not in FOLDED:
+        return ["--data", dataset, "--data-dir", str(common.DATA)]
+    return ["--data", write_split(train, folder / "train.csv"), "--dev", write_split(dev, folder / "dev.csv"),
+            "--test", write_split(test, folder / "test.csv")]
+
+
+# ------------------------------------------------------------------ the peers
+def tfidf_lr(train, dev, test) -> tuple[float, float, float]:
+    """(test accuracy, the C chosen on dev, seconds) of TF-IDF word 1-2-grams + logistic regression."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    started = time.perf_counter()
+    vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)
+    x = vec.fit_transform([ex.text for ex in train])
+    fits = {c: LogisticRegression(C=c, max_iter=2000).fit(x, [ex.label for ex in train]) for c in C_GRID}
+    score = {c: m.score(vec.transform([ex.text for ex in dev]), [ex.label for ex in dev]) for c, m in fits.items()}
+    best = max(C_GRID, key=lambda c: (score[c], -c))
+    acc = fits[best].score(vec.transform([ex.text for ex in test]), [ex.label for ex in test])
+    return 100 * acc, best, time.perf_counter() - started
+
+
+def fasttext_autotune(train, dev, test, seconds: float, folder: Path) -> tuple[float, float]:
+    """(test accuracy, seconds) of fastText's autotune on dev within ``seconds``."""
+    import fasttext
+    from adaptext.data.text import Tokenizer
+    tok = Tokenizer()
+
+    def write(examples, name):
+        path = folder / name
+        # fastText's SGD reads the file in order: MR and SUBJ are sorted by label
+        rows = random.Random(1).sample(examples, len(examples))
+        path.write_text("".join(f"__label__{str(ex.label).replace(' ', '_')} {' '.join(tok(ex.text))}\n"
+                                for ex in rows))
+        return str(path)
+    started = time.perf_counter()
+    model = fasttext.train_supervised(input=write(train, "ft.train"), autotuneValidationFile=write(dev, "ft.dev"),
+                                      autotuneDuration=max(int(seconds), 10), thread=2, verbose=0)
+    pred = [model.predict(" ".join(tok(ex.text)))[0][0][len("__label__"):] for ex in test]
+    acc = sum(p == str(ex.label).replace(" ", "_") for p, ex in zip(pred, test)) / len(test)
+    return 100 * acc, time.perf_counter() - started
+
+
+# ------------------------------------------------------------------ one cell
+def run_auto(dataset: str, budget: str, a, folder: Path, data: list[str]) -> tuple[dict, dict, float]:
+    out = folder / f"auto-{budget}"
+    command = [sys.executable, "-m", "adaptext.cli", "auto", *data, "--time", budget, "--min-speed", a.min_speed,
+               "--out", str(out)] + (["--threads", a.threads] if a.threads else [])
+    started = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - started
+    return json.loads(done.stdout), json.loads((out / "auto.json").read_text()), wall
+
+
+def cell_rows(dataset: str, budget: str, state: dict, peers: dict) -> list[dict]:
+    """The rows of one (dataset, budget): test accuracy by role, and every candidate's speed."""
+    base = {"dataset": dataset, "budget": budget, "split": "test", "metric": "accuracy", "n": 1}
+    rows, done = [], [c for c in state["candidates"] if c["status"] == "done"]
+    for c in done:
+        role = "auto winner" if c["name"] == state["winner"] else "teacher" if c["name"] == "transformer" else c["name"]
+        rows.append({**base, "model": c["model"], "variant": role, "candidate": c["name"], "mean": round(c["test"], 2),
+                     "dev": round(c["dev"], 2), "seconds": c["train_s"]})
+        if c["name"] == state["winner"] and c["name"] == "transformer":
+            rows.append({**rows[-1], "variant": "teacher"})
+    for variant, (acc, seconds) in peers.items():
+        rows.append({**base, "model": variant.split(" ")[0].lower(), "variant": variant, "mean": round(acc, 2),
+                     "seconds": round(seconds, 1)})
+    for c in done:
+        if c.get("speed"):
+            against = {"baseline": "transformer", "ratio": c["ratio"]} if c.get("ratio") else {}
+            rows.append({"model": c["model"], "variant": "auto winner" if c["name"] == state["winner"] else c["name"],
+                         "candidate": c["name"], "dataset": dataset, "budget": budget, "metric": "sentences_per_s",
+                         "mean": c["speed"], "n": 1, **against})
     return rows
+
+
+def cell(dataset: str, budget: str, a, root: Path) -> tuple[list[dict], str]:
+    folder = root / dataset
+    folder.mkdir(parents=True, exist_ok=True)
+    train, dev, test = splits(dataset)
+    result, state, wall = run_auto(dataset, budget, a, folder, auto_data(dataset, train, dev, test, folder))
+    baselines = sum(c["train_s"] or 0 for c in state["candidates"] if c["status"] == "done" and c["role"] in BASELINES)
+    acc, c_best, lr_s = tfidf_lr(train, dev, test)
+    peers = {"tf-idf + logistic regression": (acc, lr_s),
+             "fastText autotune": fasttext_autotune(train, dev, test, baselines, folder)}
+    rows = cell_rows(dataset, budget, state, peers)
+    ratio = f"{result['ratio_to_teacher']}x the teacher" if result.get("ratio_to_teacher") else "no teacher trained"
+    note = (f"{dataset} {budget}: winner {result['winner']} ({ratio}, floor met: {result['floor_met']}), auto's wall time {wall:.0f} s of {state['budget_s']:.0f} s; logistic "
+            f"regression C={c_best:g}; fastText autotune given {baselines:.0f} s (auto's baselines' training).")
+    return rows, note
 
 
 def main() -> None:
     a = args()
+    rows, notes = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(a.keep or Path(tmp) / "auto")
-        command = [sys.executable, "-m", "adaptext.cli", "auto", "--data", a.data, "--time", a.time,
-                   "--data-dir", str(common.DATA), "--out", str(folder)]
-        if a.min_speed:
-            command += ["--min-speed", a.min_speed]
-        started = time.perf_counter()
-        done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
-        wall = time.perf_counter() - started
-        result = json.loads(done.stdout)
-        state = json.loads((folder / "auto.json").read_text())
-    rows = rows_of(state, a.data)
-    rows.append({"model": "auto", "variant": "whole run", "dataset": a.data, "metric": "seconds",
-                 "mean": round(wall, 1), "n": 1, "budget_s": state["budget_s"]})
-    skipped = "; ".join(f"{c['name']} ({c['status']}: {c['reason']})" for c in state["candidates"]
-                        if c["status"] != "done") or "none"
-    notes = (f"adaptext auto --data {a.data} --time {a.time}{f' --min-speed {a.min_speed}' if a.min_speed else ''}"
-             f" in a fresh process, the machine's default threads: {len(rows) // 3} candidates finished in "
-             f"{wall:.0f} s of a {state['budget_s']:.0f} s budget; winner {result['winner']} "
-             f"(dev {result['dev']:.2f}, test {result['test']:.2f}). Not finished: {skipped}. "
-             f"Throughput: auto's own measurement on up to 1,000 dev texts, batch 64, best of 3 passes; ratio "
-             f"against the fastest candidate of the same run.")
-    print(common.write("auto", rows, notes, a.out))
+        root = Path(a.keep or tmp)
+        for dataset in a.datasets.split(","):
+            for budget in (a.budgets.split(",") if a.budgets else CELLS[dataset]):
+                got, note = cell(dataset, budget, a, root)
+                rows += got
+                notes.append(note)
+    threads = f"--threads {a.threads}" if a.threads else "the default threads"
+    notes.append(f"adaptext auto --min-speed {a.min_speed} {threads} in a fresh process per cell; throughput is auto's own pass (every finished run and the teacher together, "
+                 f"interleaved rounds, one thread, CPU time); ratio: over the teacher's in that pass. MR and SUBJ: "
+                 f"fold 1 of 10 stratified folds (seed 0) as test, 10% of the rest as dev.")
+    print(common.write("auto_table", rows, " ".join(notes), a.out))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
-"""adaptext auto: the plan under small and large budgets, the selection rule, resume (a finished
-candidate read back, a cut one resumed), the report's numbers against the runs' metrics files,
-the one-line error of a budget too short, and multi-label data (micro-F1, no distillation).
-Runs train on small slices of the bundled TREC questions, at one thread."""
+"""adaptext auto: the plan under small and large budgets (a larger budget buys the students more),
+the selection rule (the speed floor, absolute or relative to the teacher; never under the linear
+baseline), the throughput pass beside a busy process, resume (a finished candidate read back, a
+cut one resumed, Ctrl-C), OUT/best, the report's numbers against the runs' metrics files, the
+one-line errors, and multi-label data (micro-F1, no distillation). Runs train on small slices of
+the bundled TREC questions, at one thread."""
 from __future__ import annotations
 
 import csv
@@ -17,6 +19,7 @@ from conftest import bundled_examples
 from adaptext.auto import plan as P
 from adaptext.auto.report import candidate_table
 from adaptext.auto.runner import deadline, run_auto, select
+from adaptext.auto.state import Floor, Row, read_state
 from adaptext.cli import main
 
 torch.set_num_threads(1)         # the machine's cores are shared: one thread, as the suite's other runs
@@ -46,22 +49,27 @@ def questions(tmp_path_factory):
 # ------------------------------------------------------------------ the plan
 def test_a_small_budget_plans_the_baselines_and_skips_the_teacher_saying_why():
     found = P.make_plan(TREC, 180, encoder=True)
-    assert planned(found) == ["bov", "kim_cnn", "kim_cnn-vectors"]
+    assert planned(found) == ["fasttext", "bov", "kim_cnn", "kim_cnn-vectors"]
     teacher = next(c for c in found if c.name == "transformer")
     assert teacher.skip.startswith("needs ") and "; the budget leaves " in teacher.skip
     students = [c for c in found if c.role == "student"]
-    assert [c.teacher for c in students] == ["transformer"] * 2
-    assert all(c.skip == "its teacher, transformer, is not trained" for c in students)
+    assert [c.teacher for c in students] == ["transformer"] * 3
+    assert all(c.skip in ("its teacher, transformer, is not trained", "not in the recipe the budget affords")
+               for c in students)
     assert sum(c.estimate_s for c in found if not c.skip) <= 180 - P.START_S - P.FINISH_S
 
 
 def test_a_large_budget_plans_the_teacher_and_its_students_with_their_epochs():
     found = P.make_plan(TREC, 4 * 3600, encoder=True, threads=2)
-    assert planned(found) == ["bov", "kim_cnn", "kim_cnn-vectors", "transformer", "bilstm-distilled",
-                              "kim_cnn-distilled"]
+    assert planned(found) == ["fasttext", "bov", "kim_cnn", "kim_cnn-vectors", "transformer", "transformer-seed2",
+                              "transformer-seed3", "bilstm-distilled", "kim_cnn-distilled", "bilstm-wide-distilled"]
     by = {c.name: c for c in found}
     assert by["transformer"].options == {**P.TEACHER}
-    assert by["bilstm-distilled"].options == {**P.BILSTM, "alpha": 0.0, "augment": 10, "epochs": 5}
+    richest = P.RECIPES[-1]
+    assert by["bilstm-distilled"].options == {**P.BILSTM, "alpha": 0.0, "augment": richest.copies,
+                                              "epochs": richest.epochs}
+    assert by["bilstm-wide-distilled"].options["hidden"] == P.WIDE_HIDDEN
+    assert [by[f"transformer-seed{k}"].seed_offset for k in (2, 3)] == [1, 2]
     assert by["kim_cnn-vectors"].options["embeddings"] == "transformer"
     assert by["transformer"].estimate_s > by["kim_cnn"].estimate_s > by["bov"].estimate_s > 0
     assert not any(c.notes for c in found)                           # nothing capped
@@ -74,24 +82,25 @@ def test_a_tight_budget_caps_epochs_and_no_encoder_skips_what_needs_it():
     assert any("planned, to fit the budget" in n for c in found for n in c.notes)
     assert sum(c.estimate_s for c in found if not c.skip) <= budget
     without = P.make_plan(TREC, 4 * 3600, encoder=False)
-    assert planned(without) == ["bov", "kim_cnn"]
+    assert planned(without) == ["fasttext", "bov", "kim_cnn"]
     assert next(c for c in without if c.name == "transformer").skip.startswith("needs the pretrained encoder")
 
 
 def test_pairs_plan_only_pair_models_and_multilabel_data_no_distillation():
     pairs = P.make_plan(P.DataSummary(4000, 400, 400, 18.0, kind="pair"), 4 * 3600, kinds=("pair",), encoder=True)
-    assert planned(pairs) == ["attconv", "transformer", "attconv-distilled"]
+    assert planned(pairs) == ["attconv", "transformer", "transformer-seed2", "transformer-seed3", "attconv-distilled"]
     assert next(c for c in pairs if c.name == "bov").skip == "bov reads text examples, not pair"
     multi = P.make_plan(TREC, 4 * 3600, multilabel=True, encoder=True)
-    assert planned(multi) == ["bov", "kim_cnn", "kim_cnn-vectors", "transformer"]
-    assert all("multi-label" in c.skip for c in multi if c.role == "student")
+    assert planned(multi) == ["fasttext", "bov", "kim_cnn", "kim_cnn-vectors", "transformer"]
+    assert all("multi-label" in c.skip for c in multi if c.role in ("student", "ensemble"))
 
 
 def test_a_budget_too_short_for_anything_is_one_line(questions, tmp_path, capsys):
     train, test = questions
     assert main(["auto", "--data", train, "--test", test, "--time", "5s", "--out", str(tmp_path / "a")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: --time 5 s is too short for even the first candidate (bov")
+    assert err.count("\n") == 1 and err.startswith("error: --time 5 s is too short for even the first candidate "
+                                                     "(fasttext")
     assert "give --time" in err and not (tmp_path / "a" / "auto.json").exists()
 
 
@@ -100,22 +109,50 @@ def test_dry_run_prints_the_plan_and_writes_nothing(questions, tmp_path, capsys)
     argv = ["auto", "--data", train, "--test", test, "--time", "20m", "--dry-run", "--out", str(tmp_path / "d")]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert out.startswith("candidate") and re.search(r"^bov +bov +10 +\d+\.\d +pending", out, re.M)
+    assert out.startswith("candidate") and re.search(r"^fasttext +fasttext +5 +\d+\.\d +pending", out, re.M)
     assert "min budget" in out and not (tmp_path / "d").exists()
 
 
 # ------------------------------------------------------------------ selection
 def test_the_winner_is_the_best_on_dev_at_or_above_the_floor():
-    rows = [{"name": "slow", "status": "done", "dev": 95.0, "speed": 300.0},
-            {"name": "mid", "status": "done", "dev": 90.0, "speed": 5000.0},
-            {"name": "quick", "status": "done", "dev": 85.0, "speed": 20000.0},
-            {"name": "tied", "status": "done", "dev": 90.0, "speed": 8000.0},
-            {"name": "off", "status": "skipped", "dev": None, "speed": None}]
+    rows = [Row("slow", status="done", dev=95.0, speed=300.0, ratio=1.0),
+            Row("mid", status="done", dev=90.0, speed=5000.0, ratio=16.7),
+            Row("quick", status="done", dev=85.0, speed=20000.0, ratio=66.7),
+            Row("tied", status="done", dev=90.0, speed=8000.0, ratio=26.7),
+            Row("off", status="skipped")]
     assert select(rows, None) == (rows[0], True)                     # no floor: the best on dev
-    assert select(rows, 5000) == (rows[3], True)                     # a tie on dev goes to the faster
-    assert select(rows, 10000) == (rows[2], True)
-    assert select(rows, 50000) == (rows[2], False)                   # none that fast: the fastest, floor not met
+    assert select(rows, Floor(5000)) == (rows[3], True)              # a tie on dev goes to the faster
+    assert select(rows, Floor(10000)) == (rows[2], True)
+    assert select(rows, Floor(50000)) == (rows[2], False)            # none that fast: the fastest, floor not met
+    assert select(rows, Floor(25, relative=True)) == (rows[3], True)   # 25x the teacher's speed
+    assert select(rows, Floor(30, relative=True)) == (rows[2], True)
     assert select(rows[4:], None) == (None, False)
+
+
+def test_the_winner_is_never_under_the_linear_baseline_on_dev():
+    linear = Row(P.LINEAR, status="done", dev=88.0, speed=40000.0, ratio=130.0)
+    rows = [linear, Row("mid", status="done", dev=87.0, speed=9000.0, ratio=30.0),
+            Row("teacher", status="done", dev=95.0, speed=300.0, ratio=1.0)]
+    assert select(rows, Floor(25, relative=True)) == (linear, True)  # every fast one worse on dev: the linear one
+    assert select(rows, None) == (rows[2], True)
+    better = Row("student", status="done", dev=89.0, speed=8000.0, ratio=26.7)
+    assert select(rows + [better], Floor(25, relative=True)) == (better, True)
+
+
+@pytest.mark.parametrize("given,want", [("3000", Floor(3000)), (2500.0, Floor(2500)), ("25x", Floor(25, True)),
+                                        (" 2.5X", Floor(2.5, True)), (None, None)])
+def test_min_speed_reads_an_absolute_or_a_relative_floor(given, want):
+    assert Floor.parse(given) == want
+
+
+@pytest.mark.parametrize("given", ["nan", "inf", "-3", "0", "x", "abcx", "nanx", "0x", "-2x", "fast"])
+def test_a_min_speed_that_is_no_floor_is_one_line_before_any_data(given, tmp_path, capsys):
+    argv = ["auto", "--data", str(tmp_path / "absent.csv"), f"--min-speed={given}", "--out", str(tmp_path / "a")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: --min-speed takes sentences per second above 0 (3000) or a multiple of the teacher's " \
+                  f"(25x), not {given!r}\n"
+    assert not (tmp_path / "a").exists()
 
 
 def test_the_deadline_stops_a_run_between_batches(tmp_path):
@@ -183,30 +220,30 @@ def test_a_cut_run_keeps_its_finished_candidate_and_resumes_the_cut_one(resumed)
     rows = list(csv.DictReader(open(out / "kim_cnn" / "log.csv")))
     assert [int(r["epoch"]) for r in rows] == list(range(1, len(rows) + 1)) and len(rows) > 1
     final = json.loads((out / "auto.json").read_text())
-    assert {r["name"]: r["status"] for r in final["candidates"]} == {
-        "bov": "done", "kim_cnn": "done", "kim_cnn-vectors": "skipped", "transformer": "skipped",
-        "bilstm-distilled": "skipped", "kim_cnn-distilled": "skipped"}
+    assert {r["name"]: r["status"] for r in final["candidates"] if r["status"] == "done"} == {
+        "bov": "done", "kim_cnn": "done"}
+    assert final["candidates"][0]["name"] == "fasttext" and final["candidates"][0]["reason"].startswith("left out")
     assert final["elapsed_s"] > cut["elapsed_s"] and final["elapsed_s"] <= 1.1 * final["budget_s"]
     assert all(re.match(r"\[\d+:\d\d elapsed, \d+:\d\d left\] ", line) for line in first + second)
 
 
 def test_the_report_holds_the_runs_own_numbers(resumed):
     out, *_, result = resumed
-    state = json.loads((out / "auto.json").read_text())
+    state = read_state(out / "auto.json")
     md = (out / "report.md").read_text()
-    done = [r for r in state["candidates"] if r["status"] == "done"]
+    done = [r for r in state.candidates if r.status == "done"]
     for r in done:
-        m = json.loads((out / r["name"] / "metrics.json").read_text())
-        assert r["dev"] == m["dev"]["accuracy"] and r["test"] == m["test"]["accuracy"]
-        assert r["train_s"] == m["info"]["train_seconds"]
-        name = r["name"] + (" (winner)" if r["name"] == state["winner"] else "")
+        m = json.loads((out / r.name / "metrics.json").read_text())
+        assert r.dev == m["dev"]["accuracy"] and r.test == m["test"]["accuracy"]
+        assert r.train_s == m["info"]["train_seconds"] and r.speed > 0 and r.ratio is None   # no teacher here
+        name = r.name + (" (winner)" if r.name == state.winner else "")
         line = next(l for l in md.splitlines() if l.startswith(f"| {name} |"))
         cells = [c.strip() for c in line.strip("|").split("|")]
-        assert cells[2:5] == [f"{m['dev']['accuracy']:.2f}", f"{m['test']['accuracy']:.2f}", f"{r['speed']:,.0f}"]
-        assert f"`{r['command']}`" in md and r["command"].startswith("adaptext train --model")
-    assert state["winner"] == max(done, key=lambda r: r["dev"])["name"] == result["winner"]
-    assert (out / "best").read_text().strip() == result["winner"]
-    assert result["dev"] == next(r["dev"] for r in done if r["name"] == result["winner"])
+        assert cells[2:5] == [f"{m['dev']['accuracy']:.2f}", f"{m['test']['accuracy']:.2f}", f"{r.speed:,.0f}"]
+        assert f"`{r.command}`" in md and r.command.startswith("adaptext train --model")
+    assert state.winner == max(done, key=lambda r: r.dev).name == result["winner"]
+    assert state.speed.rounds == 5 and state.speed.threads == 1 and "5 rounds interleaved" in md
+    assert result["dev"] == next(r.dev for r in done if r.name == result["winner"])
     winner = json.loads((out / result["winner"] / "metrics.json").read_text())
     for label, s in winner["test"]["per_class"].items():
         assert f"| {label} | {s['precision']:.2f} | {s['recall']:.2f} | {s['f1']:.2f} | {s['support']} |" in md
@@ -230,14 +267,29 @@ def test_multilabel_data_report_micro_f1(tmp_path):
     m = json.loads((out / "bov" / "metrics.json").read_text())
     assert result["winner"] == "bov" and result["dev"] == m["dev"]["micro_f1"]
     header, rows = candidate_table(state)
-    assert header[2:4] == ["dev micro-F1", "test micro-F1"] and rows[0][2] == f"{m['dev']['micro_f1']:.2f}"
+    assert header[5] == "x teacher"
+    assert header[2:4] == ["dev micro-F1", "test micro-F1"]
+    assert rows[1][:3] == ["bov (winner)", "bov", f"{m['dev']['micro_f1']:.2f}"]
     assert "confusion matrix" not in (out / "report.md").read_text()
 
 
 
+def test_out_best_is_a_run_that_predict_reads(resumed, tmp_path, capsys):
+    out, *_, result = resumed
+    assert (out / "best").is_symlink() and (out / "best").resolve() == (out / result["winner"]).resolve()
+    texts = tmp_path / "texts.txt"
+    texts.write_text("Who wrote Hamlet ?\nHow far is the moon ?\n")
+    capsys.readouterr()
+    assert main(["predict", str(out / "best"), str(texts)]) == 0
+    said = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    import adaptext
+    want = adaptext.load(out / result["winner"]).predict(["Who wrote Hamlet ?", "How far is the moon ?"])
+    assert [p["label"] for p in said] == [p["label"] for p in want] and said[0]["probs"] == want[0]["probs"]
+
+
 def test_a_finished_run_selects_again_under_a_floor_without_training(resumed, tmp_path):
     out = tmp_path / "copy"                  # a copy: the other tests read the resumed run's own report
-    shutil.copytree(resumed[0], out)
+    shutil.copytree(resumed[0], out, symlinks=True)
     options = json.loads((out / "auto.json").read_text())
     mtimes = {r: (out / r / "metrics.json").stat().st_mtime_ns for r in ("bov", "kim_cnn")}
     speeds = {r["name"]: r["speed"] for r in options["candidates"] if r["status"] == "done"}
@@ -251,3 +303,121 @@ def test_a_finished_run_selects_again_under_a_floor_without_training(resumed, tm
     assert {r: (out / r / "metrics.json").stat().st_mtime_ns for r in mtimes} == mtimes
     with pytest.raises(Exception, match=r"holds an auto run made with other options \(--seed 1, not 2\)"):
         run_auto({**base, "seed": 2}, log=said.append)
+
+
+# ------------------------------------------------------------------ the budget buys the students more
+def plan_minutes(capsys, time_, demo_out):
+    assert main(["auto", "--data", "trec-demo", "--time", time_, "--dry-run", "--out", str(demo_out)]) == 0
+    text = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in text.splitlines()[1:-1]}
+    total = float(re.search(r"^about ([\d.]+) min to train", text, re.M).group(1))
+    return rows, total
+
+
+def test_three_hours_plan_more_for_the_students_than_one_hour(capsys, tmp_path):
+    hour, hour_total = plan_minutes(capsys, "1h", tmp_path / "a")
+    three, three_total = plan_minutes(capsys, "3h", tmp_path / "b")
+    assert three_total > hour_total * 1.5
+    copies = {name: int(three[name][3]) for name in ("bilstm-distilled", "kim_cnn-distilled")}
+    assert all(copies[n] > int(hour[n][3]) for n in copies) or len([r for r in three.values() if "pending" in r]) > \
+        len([r for r in hour.values() if "pending" in r])
+    assert "pending" in three["transformer-seed2"] and "pending" in three["bilstm-wide-distilled"]
+
+
+def test_unlabeled_texts_join_the_students_transfer_set_in_the_plan(tmp_path):
+    texts = tmp_path / "unlabeled.txt"
+    texts.write_text("".join(f"{q.text}\n" for q in bundled_examples("text", 200)))
+    summary = P.DataSummary(**{**TREC.__dict__, "unlabeled": 200, "unlabeled_length": 10.0})
+    found = {c.name: c for c in P.make_plan(summary, 3 * 3600, encoder=True, unlabeled=str(texts))}
+    without = {c.name: c for c in P.make_plan(TREC, 3 * 3600, encoder=True)}
+    assert found["bilstm-distilled"].options["unlabeled"] == str(texts)
+    assert found["bilstm-distilled"].epoch_s > without["bilstm-distilled"].epoch_s
+    assert "unlabeled" not in found["kim_cnn"].options
+
+
+def test_later_candidates_are_costed_with_the_measured_epochs():
+    assert P.calibrated("lstm", None) == 1.0
+    assert P.calibrated("lstm", {"lstm": 2.0, "bov": 1.0}) == 2.0
+    assert P.calibrated("kim_cnn", {"bov": 3.0, "fasttext": 1.0, "lstm": 2.0}) == 2.0    # the median of those measured
+
+
+# ------------------------------------------------------------------ throughput beside a busy process
+class Spin:
+    """A fake model whose prediction costs ``work`` loop steps per text, all on this thread."""
+
+    def __init__(self, work):
+        self.work = work
+
+    def predict(self, texts, batch_size):
+        return sum(i * i for i in range(self.work * len(texts)))
+
+
+def test_the_throughput_pass_ranks_a_slow_model_below_a_fast_one_beside_a_busy_process():
+    import subprocess
+    import sys
+    from adaptext.auto.speed import measure
+    spin = "import time\nend = time.time() + 60\nwhile time.time() < end: pass"      # bounded, should the kill fail
+    busy = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        speeds = measure({"slow": Spin(3000), "fast": Spin(1000)}, ["a text"] * 64, rounds=5)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert speeds["slow"] < speeds["fast"]
+    assert 2.0 < speeds["fast"] / speeds["slow"] < 4.5          # 3x the work: a third of the speed
+
+
+# ------------------------------------------------------------------ errors before planning, Ctrl-C
+def test_one_class_data_is_one_line_before_planning(tmp_path, capsys):
+    qs = bundled_examples("text", 60)
+    train = write_csv(tmp_path / "train.csv", qs[:40], ["HUM"] * 40)
+    test = write_csv(tmp_path / "test.csv", qs[40:])
+    assert main(["auto", "--data", train, "--test", test, "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the training data hold one class (HUM)" in err
+    assert not (tmp_path / "a" / "auto.json").exists()
+
+
+def test_a_bad_line_stops_auto_unless_it_is_told_to_skip_it(questions, tmp_path, capsys):
+    train, test = questions
+    bad = tmp_path / "bad.csv"
+    bad.write_text(open(train).read() + "a line without its label\n")
+    argv = ["auto", "--data", str(bad), "--test", test, "--dry-run", "--out", str(tmp_path / "a")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"error: {bad}:322: expected at least 2 fields, found 1\n"
+    assert main(argv + ["--on-bad-line", "skip"]) == 0
+    assert capsys.readouterr().out.startswith("candidate")
+
+
+def test_ctrl_c_says_how_to_resume_exits_130_and_keeps_the_time_spent(questions, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    train, test = questions
+    out = tmp_path / "out"
+    argv = ["auto", "--data", train, "--test", test, "--threads", "1", "--out", str(out)]
+    first = argv + ["--time", "5m"]            # long enough not to end by itself before Ctrl-C comes
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    child = subprocess.Popen([sys.executable, "-m", "adaptext.cli", *first], stderr=subprocess.PIPE, text=True, env=env)
+    deadline_at = time.time() + 120
+    while time.time() < deadline_at and '"status": "running"' not in _text(out / "auto.json"):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    child.send_signal(signal.SIGINT)
+    err = child.communicate(timeout=120)[1]
+    assert child.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted; run the same command again to resume"
+    cut = read_state(out / "auto.json")
+    assert cut.elapsed_s > 1.0 and any(r.status == "running" for r in cut.candidates)
+    again = argv + ["--time", f"{int(cut.elapsed_s) + 60}s"]    # --time may change on resume: a minute more
+    assert main(again) == 0
+    final = read_state(out / "auto.json")
+    assert final.elapsed_s > cut.elapsed_s and final.winner and final.budget_s == int(cut.elapsed_s) + 60
+
+
+def _text(path):
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return ""

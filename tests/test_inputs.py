@@ -142,3 +142,18 @@ def test_a_tree_input_gives_a_text_or_a_tree_not_both(tmp_path):
     assert both.status_code == 422 and "give 'text' or 'tree', not both" in both.json()["detail"]
     for one in ({"tree": "(3 (2 a) (3 good))"}, {"text": "a good film"}):
         assert client.post("/predict", json={"inputs": [one]}).status_code == 200
+
+
+# ----------------------------------------------------------------------- one declaration of a flag
+@pytest.mark.parametrize("command", [["evaluate", "RUN"], ["auto", "--data", "x", "--out", "o"]])
+def test_commands_that_read_data_take_the_contract_s_flags(command, capsys):
+    """evaluate and auto declare no data or column flag of their own: they take train's, with its
+    choices (--label-sep among them)."""
+    from adaptext.contract import READER_KEYS
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    said = capsys.readouterr().out
+    assert all(f"--{k.replace('_', '-')}" in said for k in ("format", "on_bad_line", *READER_KEYS))
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--on-bad-line", "sometimes"])
+    assert exit_.value.code == 2 and "invalid choice: 'sometimes'" in capsys.readouterr().err

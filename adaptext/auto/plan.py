@@ -1,20 +1,28 @@
 """The plan of ``adaptext auto``: which candidates to train, in what order, for how many epochs,
 and how long each should take on this data, within a time budget.
 
-Candidates come in three roles: fast baselines first (a bag of vectors, Kim's CNN with random
+Candidates come in three roles: fast baselines first (the linear fastText model over words and
+bigrams, always first: the floor no winner falls under; a bag of vectors, Kim's CNN with random
 vectors, Kim's CNN with vectors derived from the pretrained encoder), then the transformer
 teacher, then students distilled from it (the recommended BiLSTM, Kim's CNN). Each is an ordinary
 run (its options are ``adaptext train`` options); a candidate that the data, the installed extras
 or the budget rule out stays in the plan, skipped, with the reason the report gives.
+
+The budget is spent where the accuracy is: every candidate gets its minimum, the teacher its
+epochs, the others theirs; then what is left buys the students a richer recipe (``RECIPES``: the
+unlabelled texts, more augmented copies and epochs, a teacher ensemble of 2 and 3 seeds, a
+wider BiLSTM), the richest one the budget affords whole. Nothing caps a larger budget below the
+richest recipe, and the plan says what it leaves unspent.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
 
-from ..data.errors import MissingResource, UsageError
+from ..errors import MissingResource, UsageError
 from ..data.examples import ExampleKind
 from ..registry import get_entry
+from .speed import ROUNDS, SPEED_TEXTS
 
 # ---------------------------------------------------------------- cost coefficients
 # Seconds per 1,000 training tokens (whitespace words of the training texts) per epoch at one
@@ -29,8 +37,10 @@ from ..registry import get_entry
 # 2-epoch run; the plan takes the loaded figure, erring long. Distilled students (alpha 0, 10
 # augmented copies: 381,298 transfer tokens, teacher logits cached) took 27 s (kim_cnn) and
 # 18.5 s (BiLSTM) an epoch: 0.071 and 0.049 s per 1,000 tokens, as undistilled.
-EPOCH_S_PER_KTOKEN = {"bov": 0.022, "kim_cnn": 0.065, "kim_cnn-vectors": 0.093, "lstm": 0.052,
+EPOCH_S_PER_KTOKEN = {"fasttext": 0.08, "bov": 0.022, "kim_cnn": 0.065, "kim_cnn-vectors": 0.093, "lstm": 0.052,
                       "attconv": 0.084, "transformer": 2.6}
+# fasttext (Adagrad, batch 32): 3.5 to 4.7 s an epoch over the bundled demo (4,906 questions, 50,000 tokens)
+# with its dev evaluation, 2026-12-01, while another job held the other core.
 # The encoder reading texts without training: the teacher's logits over the transfer set took
 # 0.72 s per 1,000 tokens (its first 8,000 texts) and 0.78 (the 36,000 after them); vectors
 # derived over the training texts 1.0 (41 s for the 40,688 tokens, the encoder's load included).
@@ -44,10 +54,11 @@ COPY_LENGTH = 0.84                  # an augmented copy's tokens over its text's
 RUN_S, READ_S_PER_KTOKEN, ENCODER_LOAD_S = 1.5, 0.02, 5.0
 START_S = 8.0                       # the first run of a process imports the training engine
 FINISH_S = 5.0                      # the report, the plot and OUT/best after the last step
-# Throughput is measured predicting up to 1,000 dev texts: a warm-up and 3 timed passes. The
-# teacher predicts as it computes logits (147 TREC questions/s at one thread, measured); the
-# fast models 10,000-40,000 a second: what the default allows for, at most a second or two.
-SPEED_TEXTS, SPEED_PASSES = 1000, 4
+# Throughput is measured at the end, in one pass over every finished candidate: each predicts up
+# to 1,000 dev texts once per round (ROUNDS) at one thread, after a warm-up batch. The teacher
+# predicts as it computes logits (147 TREC questions/s at one thread, measured); the fast models
+# 10,000-40,000 a second: what the default allows for, at most a second or two.
+SPEED_PASSES = ROUNDS + 1
 PREDICT_S_PER_KTOKEN = {"transformer": ENCODER_S_PER_KTOKEN}
 MIN_EXAMPLES = 20_000               # the least training a candidate gets: this many examples ...
 MIN_FRACTION = 0.25                 # ... or one epoch, whichever is less, and never under a quarter epoch
@@ -55,6 +66,31 @@ MIN_FRACTION = 0.25                 # ... or one epoch, whichever is less, and n
 TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}   # benchmarks/distill_table.py
 BILSTM = {"model": "lstm", "layers": 1, "bidirectional": True, "hidden": 64, "batch_size": 64}  # the README's student
 DISTILL = {"alpha": 0.0, "augment": 10}          # the teacher's logits only, over 10 copies of each text
+LINEAR = "fasttext"                              # the candidate no winner may fall under on dev
+WIDE_HIDDEN = 128
+# A BiLSTM of 128 units a direction against 64: 0.61 of its sentences/s (the model's forward alone,
+# batches of 64 texts of 20 words, one thread, median of 5; 2026-12-01): the runner trains the
+# wider student only when the narrow one's measured speed over this still meets the floor.
+WIDE_SLOWDOWN = 1.65
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What the students are given: augmented ``copies`` of each text, the BiLSTM students'
+    ``epochs``, the ``teachers`` whose logits they average (seeds of the teacher), the file of
+    unlabelled texts, and a wider BiLSTM student beside the narrow one."""
+    copies: int = 10
+    epochs: int = 5
+    teachers: int = 1
+    unlabeled: bool = False
+    wide: bool = False
+
+
+# From the poorest to the richest; the plan takes the richest whose every candidate fits whole.
+# On a few thousand product-review sentences 20 copies and 8 epochs gave the BiLSTM 1.0 point
+# over 10 and 5; more copies, teachers and width are what the budget buys after that.
+RECIPES = (Recipe(), Recipe(unlabeled=True), Recipe(20, 8, unlabeled=True), Recipe(20, 8, 2, True),
+           Recipe(20, 8, 3, True), Recipe(20, 8, 3, True, True), Recipe(40, 10, 3, True, True))
 
 
 @dataclass
@@ -67,6 +103,8 @@ class DataSummary:
     kind: ExampleKind = ExampleKind.TEXT
     multilabel: bool = False
     classes: int = 0
+    unlabeled: int = 0                  # texts of the --unlabeled file
+    unlabeled_length: float = 0.0       # their mean length in words
 
     def __post_init__(self):
         self.kind = ExampleKind(self.kind)          # auto.json holds the kind's name
@@ -74,6 +112,10 @@ class DataSummary:
     @property
     def ktokens(self) -> float:
         return self.train * self.mean_length / 1000
+
+    @property
+    def unlabeled_ktokens(self) -> float:
+        return self.unlabeled * self.unlabeled_length / 1000
 
 
 @dataclass
@@ -95,6 +137,11 @@ class Candidate:
     work: float = 0.0               # the epochs planned
     for_time: bool = False          # skipped for the budget (not the data or extras): tried again when it is its turn
     notes: list = field(default_factory=list)
+    optional: bool = False          # trained only when the recipe asks for it (an ensemble's teacher, a wide student)
+    seed_offset: int = 0            # added to --seed: an ensemble's teachers differ by their seed
+    ensemble: int = 1               # the teachers a student learns from (their logits averaged)
+    key: str = ""                   # its cost coefficient's name (EPOCH_S_PER_KTOKEN), what recalibration scales
+    base_epoch_s: float = 0.0       # one epoch as planned, before recalibration
 
     def cost(self, work: float) -> float:
         return self.fixed_s + self.epoch_s * work
@@ -135,27 +182,43 @@ def encoder_available() -> str | None:
     return None
 
 
-def pool(kind: ExampleKind) -> list[Candidate]:
+def pool(kind: ExampleKind, recipe: Recipe = Recipe(), unlabeled: str | None = None) -> list[Candidate]:
     """Every candidate auto knows, in plan order, with the epochs it gets when the budget allows
-    (the fast ones 10, Kim's own 25 cut to 10 so that the baselines leave the budget to the
-    teacher, early stopping deciding within that; the teacher the 3 of the distillation tables;
-    the BiLSTM student the README's 5). Pair and context data add attconv (light), the one fast
-    model that reads them, undistilled and distilled."""
+    (fastText 5, the other fast ones 10, Kim's own 25 cut to 10 so that the baselines leave the
+    budget to the teacher, early stopping deciding within that; the teacher the 3 of the
+    distillation tables; the students what ``recipe`` gives them). Pair and context data add
+    attconv (light), the one fast model that reads them, undistilled and distilled."""
     text = kind == ExampleKind.TEXT
-    found = [Candidate("bov", {"model": "bov", "epochs": 10}),
+    found = [Candidate(LINEAR, {"model": "fasttext", "epochs": 5}),
+             Candidate("bov", {"model": "bov", "epochs": 10}),
              Candidate("kim_cnn", {"model": "kim_cnn", "epochs": 10}),
              Candidate("kim_cnn-vectors", {"model": "kim_cnn", "embeddings": "transformer", "epochs": 10})]
     if not text:
         found.append(Candidate("attconv", {"model": "attconv", "variant": "light", "epochs": 10}))
-    found += [Candidate("transformer", dict(TEACHER), role="teacher"),
-              Candidate("bilstm-distilled", {**BILSTM, **DISTILL, "epochs": 5}, "transformer", role="student"),
-              Candidate("kim_cnn-distilled", {"model": "kim_cnn", **DISTILL, "epochs": 10}, "transformer",
-                        role="student")]
-    if not text:
-        found.append(Candidate("attconv-distilled", {"model": "attconv", "variant": "light", **DISTILL,
-                                                     "epochs": 10}, "transformer", role="student"))
+    found.append(Candidate("transformer", dict(TEACHER), role="teacher"))
+    found += [Candidate(f"transformer-seed{k + 1}", dict(TEACHER), role="ensemble", optional=k >= recipe.teachers,
+                        seed_offset=k) for k in (1, 2)]
+    found += students(text, recipe, unlabeled)
     for c in found:
         c.work = float(c.options["epochs"])
+    return found
+
+
+def students(text: bool, recipe: Recipe, unlabeled: str | None) -> list[Candidate]:
+    """The students of ``recipe``, each taught by the transformer (and its ensemble's seeds)."""
+    # train options: the numbers of the distillation, and the path of the unlabelled texts
+    distill: dict[str, float | str] = {"alpha": DISTILL["alpha"], "augment": recipe.copies}
+    if recipe.unlabeled and unlabeled:
+        distill["unlabeled"] = unlabeled
+    found = [Candidate("bilstm-distilled", {**BILSTM, **distill, "epochs": recipe.epochs}),
+             Candidate("kim_cnn-distilled", {"model": "kim_cnn", **distill, "epochs": 10}),
+             Candidate("bilstm-wide-distilled", {**BILSTM, "hidden": WIDE_HIDDEN, **distill, "epochs": recipe.epochs},
+                       optional=not recipe.wide)]
+    if not text:
+        found.append(Candidate("attconv-distilled", {"model": "attconv", "variant": "light", **distill,
+                                                     "epochs": 10}))
+    for c in found:
+        c.teacher, c.role, c.ensemble = "transformer", "student", recipe.teachers
     return found
 
 
@@ -174,7 +237,7 @@ def why_not(c: Candidate, kinds, multilabel: bool, missing: str | None) -> str |
         return f"{entry.name} reads {'/'.join(entry.inputs)} examples, not {kind}"
     if multilabel and not multilabel_capable(entry.name):
         return f"{entry.name} trains on single labels only"
-    if multilabel and c.teacher:
+    if multilabel and (c.teacher or c.role == "ensemble"):
         # distillation refuses a multi-label teacher (adaptext.training.distill.one_teacher_logits)
         return "distillation learns a single-label teacher's logits; these data are multi-label"
     if missing and (entry.name == "transformer" or c.options.get("embeddings")):
@@ -190,13 +253,19 @@ def threads_speedup(threads: int) -> float:
     return 1.0
 
 
-def cost_candidate(c: Candidate, s: DataSummary, threads: int) -> float:
-    """Set the candidate's per-epoch and fixed seconds on these data; the seconds of the teacher
-    logits a student needs (paid by the first student of a teacher: the others reuse them)."""
+def cost_candidate(c: Candidate, s: DataSummary, threads: int, calibration: dict | None = None) -> float:
+    """Set the candidate's per-epoch and fixed seconds on these data (its epochs scaled by the
+    ``calibration`` measured so far: its cost key's, else the median of the others); the seconds
+    of the teacher logits a student needs (paid by the first student of a teacher: the others
+    reuse them from the cache)."""
     model, opts, speedup = c.options["model"], c.options, threads_speedup(threads)
-    copies = 1 + opts.get("augment", 0) * COPY_LENGTH if c.teacher else 1.0
-    key = "kim_cnn-vectors" if opts.get("embeddings") else model
-    c.epoch_s = EPOCH_S_PER_KTOKEN[key] * s.ktokens * copies / speedup
+    transfer = s.ktokens * (1 + opts.get("augment", 0) * COPY_LENGTH) if c.teacher else s.ktokens
+    if opts.get("unlabeled"):
+        transfer += s.unlabeled_ktokens
+    c.key = "kim_cnn-vectors" if opts.get("embeddings") else model
+    width = WIDE_SLOWDOWN if model == "lstm" and opts.get("hidden", 0) > BILSTM["hidden"] else 1.0
+    c.base_epoch_s = EPOCH_S_PER_KTOKEN[c.key] * transfer * width / speedup
+    c.epoch_s = c.base_epoch_s * calibrated(c.key, calibration)
     all_ktokens = (s.train + s.dev + s.test) * s.mean_length / 1000
     c.fixed_s = RUN_S + READ_S_PER_KTOKEN * all_ktokens + speed_seconds(model, s, speedup)
     if model == "transformer" or opts.get("embeddings"):
@@ -205,16 +274,29 @@ def cost_candidate(c: Candidate, s: DataSummary, threads: int) -> float:
         c.fixed_s += VECTORS_S_PER_KTOKEN * s.ktokens / speedup
     if c.teacher:
         c.fixed_s += AUGMENT_S_PER_KTOKEN * s.ktokens * opts.get("augment", 0)
-    examples = s.train * (1 + opts.get("augment", 0) if c.teacher else 1)
+    examples = s.train * (1 + opts.get("augment", 0)) + (s.unlabeled if opts.get("unlabeled") else 0) \
+        if c.teacher else s.train
     batch = opts.get("batch_size") or get_entry(model).train_defaults.get("batch_size", 50)
     c.steps_per_epoch = max(1, math.ceil(examples / batch))
     c.min_work = max(MIN_FRACTION, min(1.0, MIN_EXAMPLES / max(examples, 1)))
     c.min_work = max(c.min_work, 1 / c.steps_per_epoch)
-    return ENCODER_S_PER_KTOKEN * s.ktokens * copies / speedup if c.teacher else 0.0
+    return ENCODER_S_PER_KTOKEN * transfer * c.ensemble / speedup if c.teacher else 0.0
+
+
+def calibrated(key: str, calibration: dict | None) -> float:
+    """How much longer than planned an epoch of ``key`` runs here: its measured factor, else the
+    median of the factors measured so far (the machine's load moves every model alike), else 1."""
+    if not calibration:
+        return 1.0
+    if key in calibration:
+        return calibration[key]
+    factors = sorted(calibration.values())
+    return factors[len(factors) // 2]
 
 
 def speed_seconds(model: str, s: DataSummary, speedup: float) -> float:
-    """The throughput measurement: a warm-up and 3 passes over up to 1,000 dev texts."""
+    """The candidate's share of the throughput pass: loading it, a warm-up and ``ROUNDS`` passes
+    over up to 1,000 dev texts."""
     ktokens = SPEED_PASSES * min(s.dev, SPEED_TEXTS) * s.mean_length / 1000
     return 1.0 + PREDICT_S_PER_KTOKEN.get(model, 0.01) * ktokens / speedup
 
@@ -225,52 +307,84 @@ def human(seconds: float) -> str:
 
 
 def make_plan(summary: DataSummary, budget_s: float, multilabel: bool = False, kinds=(ExampleKind.TEXT,),
-              threads: int = 1, encoder: bool | None = None) -> list[Candidate]:
+              threads: int = 1, encoder: bool | None = None, unlabeled: str | None = None) -> list[Candidate]:
     """The candidates for these data within ``budget_s`` seconds, each costed and its epochs
-    capped so that the plan fits; those the data, extras or budget rule out marked skipped.
-    ``encoder``: whether the pretrained encoder is installed (None: look). A budget too short
-    for even the first candidate's minimum is a ``UsageError`` naming the time it needs."""
+    capped so that the plan fits, with the richest recipe for the students that fits whole;
+    those the data, extras or budget rule out marked skipped. ``encoder``: whether the
+    pretrained encoder is installed (None: look); ``unlabeled``: a file of unlabelled texts the
+    students may learn from. A budget too short for even the first candidate's minimum is a
+    ``UsageError`` naming the time it needs."""
     missing = encoder_available() if encoder is None else (None if encoder else "not installed")
-    found = pool(kinds[0] if kinds else summary.kind)
+    kind = kinds[0] if kinds else summary.kind
+    seconds = budget_s - START_S - FINISH_S
+    for recipe in reversed(RECIPES):
+        found, logits = costed(pool(kind, recipe, unlabeled), summary, kinds, multilabel, missing, threads)
+        usable = [c for c in found if not c.skip]
+        if not usable:
+            raise UsageError(f"auto has no candidate model for {'/'.join(kinds)} examples; "
+                             f"train one with adaptext train")
+        if recipe == RECIPES[0] or whole_cost(found, logits) <= seconds:
+            break
+    first = usable[0]
+    if first.cost(first.min_work) > seconds:
+        need = math.ceil((first.cost(first.min_work) + START_S + FINISH_S) / 10) * 10
+        raise UsageError(f"--time {human(budget_s)} is too short for even the first candidate ({first.name}, "
+                         f"{first.min_work:g} epoch: about {human(need)} on these data); give --time {need}s or more")
+    allocate(found, seconds, logits)
+    return found
+
+
+def costed(found: list, summary: DataSummary, kinds, multilabel: bool, missing, threads: int) -> tuple[list, dict]:
+    """The candidates with their costs and what rules them out; the teacher logits of each student."""
     logits = {}
     for c in found:
         c.skip = why_not(c, kinds, multilabel, missing)
+        if c.optional and not c.skip:
+            c.skip = "not in the recipe the budget affords"
         logits[c.name] = cost_candidate(c, summary, threads)
         c.estimate_s = round(c.cost(c.work), 1)
-    usable = [c for c in found if not c.skip]
-    if not usable:
-        raise UsageError(f"auto has no candidate model for {'/'.join(kinds)} examples; train one with adaptext train")
-    first, overhead = usable[0], START_S + FINISH_S
-    if first.cost(first.min_work) + overhead > budget_s:
-        need = math.ceil((first.cost(first.min_work) + overhead) / 10) * 10
-        raise UsageError(f"--time {human(budget_s)} is too short for even the first candidate ({first.name}, "
-                         f"{first.min_work:g} epoch: about {human(need)} on these data); give --time {need}s or more")
-    allocate(found, budget_s - overhead, logits)
-    return found
+    return found, logits
+
+
+def whole_cost(found: list, logits: dict) -> float:
+    """The seconds of every candidate the data allow, each at its planned epochs."""
+    kept = [c for c in found if not c.skip]
+    names = {c.name for c in kept}
+    paid = {c.teacher for c in kept if c.teacher and c.teacher in names}
+    return sum(c.cost(c.work) for c in kept if not c.teacher or c.teacher in names) + \
+        sum(max(logits[c.name] for c in kept if c.teacher == t) for t in paid)
+
+
+def unspent(found: list, seconds: float) -> float:
+    """What the plan leaves of ``seconds`` (the budget less start and finish)."""
+    return max(0.0, seconds - sum(c.estimate_s for c in found if not c.skip))
 
 
 def allocate(found: list[Candidate], seconds: float, logits: dict) -> None:
     """First every candidate at its minimum, in plan order, while the budget lasts (a student
     only with its teacher; the first student of a teacher also pays for its logits); then what
-    is left raises each kept candidate, in order, toward the epochs it was planned with."""
-    kept, left, paid = [], seconds, set()
+    is left raises the teacher to its epochs, then each other kept candidate, in order."""
+    kept: list[Candidate] = []
+    paid: set[str] = set()          # the teachers whose logits a student already paid for
+    left = seconds
     for c in found:
         if c.skip:
             continue
-        if c.teacher and c.teacher not in {k.name for k in kept}:
-            c.skip, c.for_time = f"its teacher, {c.teacher}, is not trained", True
+        teacher = c.teacher or ("transformer" if c.role == "ensemble" else None)
+        if teacher and teacher not in {k.name for k in kept}:
+            c.skip, c.for_time = f"its teacher, {teacher}, is not trained", True
             continue
         extra = logits[c.name] if c.teacher and c.teacher not in paid else 0.0
         need = c.cost(c.min_work) + extra
         if need > left:
             c.skip, c.for_time = f"needs {human(need)} at least; the budget leaves {human(max(left, 0))} for it", True
             continue
-        if extra:
+        if extra and c.teacher:         # only a student (one with a teacher) pays for logits
             c.fixed_s += extra
             paid.add(c.teacher)
         left -= need
         kept.append(c)
-    for c in kept:
+    for c in sorted(kept, key=lambda c: c.role != "teacher"):       # the teacher first: students learn from it
         planned = c.work
         c.fit_to(c.cost(c.min_work) + left)
         left -= c.estimate_s - c.cost(c.min_work)

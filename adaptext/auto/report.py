@@ -8,13 +8,16 @@ import html
 from pathlib import Path
 
 from ..runs.files import read_json, write_atomic
+from ..tables import markdown_table
 from .plan import human
+from .state import AutoState, as_state
 
 NAMES = {"accuracy": "accuracy", "micro_f1": "micro-F1"}
 
 
-def write_report(out: Path, state: dict) -> dict:
-    """Write the plot, the Markdown and the HTML report; their paths."""
+def write_report(out: Path, state: AutoState | dict) -> dict:
+    """Write the plot, the Markdown and the HTML report (of the journal, or of its JSON); their paths."""
+    state = as_state(state)
     plot = out / "frontier.png"
     frontier_plot(state, plot)
     metrics = _winner_metrics(out, state)
@@ -23,25 +26,26 @@ def write_report(out: Path, state: dict) -> dict:
     return {"report": str(out / "report.md"), "html": str(out / "report.html"), "plot": str(plot)}
 
 
-def _winner_metrics(out: Path, state: dict) -> dict | None:
-    return read_json(out / state["winner"] / "metrics.json") if state.get("winner") else None
+def _winner_metrics(out: Path, state: AutoState) -> dict | None:
+    return read_json(out / state.winner / "metrics.json") if state.winner else None
 
 
 # ------------------------------------------------------------------ tables
-def candidate_table(state: dict) -> tuple[list, list]:
+def candidate_table(state: AutoState | dict) -> tuple[list, list]:
     """(header, rows) of the candidates' table, numbers as the report prints them."""
-    name = NAMES.get(state["metric"], state["metric"])
-    header = ["candidate", "model", f"dev {name}", f"test {name}", "sentences/s", "size (MB)", "training (s)",
-              "status"]
+    state = as_state(state)
+    name = NAMES.get(state.metric, state.metric)
+    header = ["candidate", "model", f"dev {name}", f"test {name}", "sentences/s", "x teacher", "size (MB)",
+              "training (s)", "status"]
     rows = []
-    for r in state["candidates"]:
-        done = r["status"] == "done"
-        status = r["status"] + (f": {r['reason']}" if r.get("reason") else "")
-        status += "".join(f"; {n}" for n in r.get("notes") or ())
-        mark = " (winner)" if r["name"] == state.get("winner") else ""
-        rows.append([r["name"] + mark, r["model"], _num(r.get("dev"), ".2f", done), _num(r.get("test"), ".2f", done),
-                     _num(r.get("speed"), ",.0f", done), _num(r.get("size_mb"), ".2f", done),
-                     _num(r.get("train_s"), ".1f", done), status])
+    for r in state.candidates:
+        done = r.status == "done"
+        status = r.status + (f": {r.reason}" if r.reason else "")
+        status += "".join(f"; {n}" for n in r.notes or ())
+        mark = " (winner)" if r.name == state.winner else ""
+        rows.append([r.name + mark, r.model, _num(r.dev, ".2f", done), _num(r.test, ".2f", done),
+                     _num(r.speed, ",.0f", done), _num(r.ratio, ".1f", done), _num(r.size_mb, ".2f", done),
+                     _num(r.train_s, ".1f", done), status])
     return header, rows
 
 
@@ -68,52 +72,54 @@ def confusion_table(metrics: dict) -> tuple[str, list, list] | None:
     return split, ["gold \\ predicted", *cm["labels"]], rows
 
 
-def summary_lines(state: dict) -> list[str]:
+def summary_lines(state: AutoState) -> list[str]:
     """The sentences above the table: the data, the budget, the floor and the winner."""
-    d, name = state["data"], NAMES.get(state["metric"], state["metric"])
-    floor = state.get("min_speed")
-    lines = [f"Data: {d['train']:,} training, {d['dev']:,} dev and {d['test']:,} test examples ({d['kind']}"
-             f"{', multi-label' if d['multilabel'] else ''}), {d['mean_length']:.1f} words a text on average.",
-             f"Budget {human(state['budget_s'])}, {human(state['elapsed_s'])} spent. Scores: {name}; the winner is "
+    d, name, floor = state.data, NAMES.get(state.metric, state.metric), state.min_speed
+    lines = [f"Data: {d.train:,} training, {d.dev:,} dev and {d.test:,} test examples ({d.kind}"
+             f"{', multi-label' if d.multilabel else ''}), {d.mean_length:.1f} words a text on average.",
+             f"Budget {human(state.budget_s)}, {human(state.elapsed_s)} spent. Scores: {name}; the winner is "
              f"the best on dev among the candidates at or above the floor "
-             f"({f'{floor:,g} sentences/s' if floor else 'none given'}); test is read from each run, never chosen on."]
-    win = next((r for r in state["candidates"] if r["name"] == state.get("winner")), None)
+             f"({floor.describe() if floor else 'none given'}) and never under the linear baseline (fasttext) on "
+             f"dev; test is read from each run, never chosen on."]
+    win = state.row(state.winner)
     if win:
-        met = "" if state.get("floor_met") else " (no candidate reaches the floor: the fastest is the winner)"
-        lines.append(f"Winner: {win['name']}, dev {win['dev']:.2f}, test {_num(win.get('test'), '.2f', True)}, "
-                     f"{win['speed']:,.0f} sentences/s{met}. Its run: `{win['name']}/` (named in `best`).")
+        met = "" if state.floor_met else " (no candidate reaches the floor: the fastest is the winner)"
+        ratio = f", {win.ratio:.1f}x the teacher" if win.ratio is not None else ""
+        lines.append(f"Winner: {win.name}, dev {win.dev:.2f}, test {_num(win.test, '.2f', True)}, "
+                     f"{_num(win.speed, ',.0f', True)} sentences/s{ratio}{met}. Its run: `best/`, a link to "
+                     f"`{win.name}/`.")
     else:
         lines.append("Winner: none (no candidate finished).")
-    lines.append(f"Throughput: `adaptext.load(run).predict` over up to 1,000 dev texts, batch 64, best of 3 passes "
-                 f"after a warm-up, on this machine with {state.get('threads', 1)} torch thread(s).")
+    if state.speed:
+        p = state.speed
+        lines.append(f"Throughput: every finished run and the teacher measured together at the end, "
+                     f"`adaptext.load(run).predict` over {p.texts:,} dev texts, batch {p.batch}, {p.rounds} rounds "
+                     f"interleaved (the order rotated each round), {p.threads} torch thread, timed by the "
+                     f"{p.clock}; the median round of each. x teacher: sentences/s over the teacher's in the "
+                     f"same pass.")
     return lines
 
 
 # ------------------------------------------------------------------ Markdown and HTML
-def md_table(header: list, rows: list) -> str:
-    cells = [header, ["---"] * len(header), *rows]
-    return "\n".join("| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in cells) + "\n"
-
-
-def winner_tables(state: dict, metrics: dict | None) -> list[tuple[str, list, list]]:
+def winner_tables(state: AutoState, metrics: dict | None) -> list[tuple[str, list, list]]:
     """The winner's tables, (title, header, rows) each, as both the page and the markdown show them."""
     if not metrics:
         return []
     split, header, rows = per_class_table(metrics)
-    found = [(f"The winner, {state['winner']}: per class ({split})", header, rows)]
+    found = [(f"The winner, {state.winner}: per class ({split})", header, rows)]
     confusion = confusion_table(metrics)
     if confusion:
         found.append((f"Its confusion matrix ({confusion[0]}; rows gold, columns predicted)", *confusion[1:]))
     return found
 
 
-def markdown(state: dict, metrics: dict | None) -> str:
+def markdown(state: AutoState, metrics: dict | None) -> str:
     parts = ["# adaptext auto\n", "\n\n".join(summary_lines(state)) + "\n", "![accuracy against speed](frontier.png)\n",
-             "## Candidates\n", md_table(*candidate_table(state))]
+             "## Candidates\n", markdown_table(*candidate_table(state))]
     for title, header, rows in winner_tables(state, metrics):
-        parts += [f"## {title}\n", md_table(header, rows)]
+        parts += [f"## {title}\n", markdown_table(header, rows)]
     parts += ["## Commands that reproduce each run\n",
-              "\n".join(f"- {r['name']}: `{r['command']}`" for r in state["candidates"] if r.get("command")) + "\n"]
+              "\n".join(f"- {r.name}: `{r.command}`" for r in state.candidates if r.command) + "\n"]
     return "\n".join(parts)
 
 
@@ -123,7 +129,7 @@ def html_table(header: list, rows: list) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def page(state: dict, metrics: dict | None, plot: Path) -> str:
+def page(state: AutoState, metrics: dict | None, plot: Path) -> str:
     """The report as one HTML page, the plot embedded (base64 PNG): it can be mailed alone."""
     image = base64.b64encode(plot.read_bytes()).decode("ascii")
     parts = [f"<p>{html.escape(line).replace('`', '')}</p>" for line in summary_lines(state)]
@@ -132,8 +138,8 @@ def page(state: dict, metrics: dict | None, plot: Path) -> str:
     for title, header, rows in winner_tables(state, metrics):
         parts += [f"<h2>{html.escape(title)}</h2>", html_table(header, rows)]
     parts.append("<h2>Commands that reproduce each run</h2><ul>" + "".join(
-        f"<li>{html.escape(r['name'])}: <code>{html.escape(r['command'])}</code></li>"
-        for r in state["candidates"] if r.get("command")) + "</ul>")
+        f"<li>{html.escape(r.name)}: <code>{html.escape(r.command)}</code></li>"
+        for r in state.candidates if r.command) + "</ul>")
     style = ("body{font-family:sans-serif;max-width:70em;margin:2em auto}table{border-collapse:collapse}"
              "td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}img{max-width:100%}")
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>adaptext auto</title><style>{style}"
@@ -141,46 +147,51 @@ def page(state: dict, metrics: dict | None, plot: Path) -> str:
 
 
 # ------------------------------------------------------------------ the plot and the plan
-def frontier_plot(state: dict, path: Path) -> None:
+def frontier_plot(state: AutoState, path: Path) -> None:
     """Dev score against sentences/s (log scale) of the finished candidates, the floor as a
-    vertical line, the winner circled."""
+    vertical line (a relative floor at its multiple of the teacher's speed), the winner circled."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    done = [r for r in state["candidates"] if r["status"] == "done" and r.get("speed")]
+    done = [r for r in state.candidates if r.status == "done" and r.speed]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for k, r in enumerate(sorted(done, key=lambda r: r["dev"])):
-        winner = r["name"] == state.get("winner")
-        ax.scatter([r["speed"]], [r["dev"]], s=140 if winner else 40, marker="*" if winner else "o",
+    for k, r in enumerate(sorted(done, key=lambda r: r.dev)):
+        winner = r.name == state.winner
+        ax.scatter([r.speed], [r.dev], s=140 if winner else 40, marker="*" if winner else "o",
                    color="tab:red" if winner else "tab:blue", zorder=3)
         # labels of neighbouring scores alternate above and below their points, so that they overlap less
-        ax.annotate(r["name"] + (" (winner)" if winner else ""), (r["speed"], r["dev"]), textcoords="offset points",
+        ax.annotate(r.name + (" (winner)" if winner else ""), (r.speed, r.dev), textcoords="offset points",
                     xytext=(5, 4 if k % 2 else -11), fontsize=8)
     ax.margins(x=0.2, y=0.12)
-    if state.get("min_speed"):
-        ax.axvline(state["min_speed"], color="tab:gray", linestyle="--", label=f"floor: {state['min_speed']:,g}/s")
+    floor = state.min_speed
+    at = floor and (floor.value * state.teacher_speed if floor.relative and state.teacher_speed else
+                    None if floor.relative else floor.value)
+    if floor and at:
+        ax.axvline(at, color="tab:gray", linestyle="--", label=f"floor: {floor}" + ("" if floor.relative else "/s"))
         ax.legend(loc="lower left", fontsize=8)
     ax.set_xscale("log")
-    ax.set_xlabel("sentences/s (batch 64, this machine)")
-    ax.set_ylabel(f"dev {NAMES.get(state['metric'], state['metric'])}")
+    ax.set_xlabel("sentences/s (batch 64, one thread, CPU time)")
+    ax.set_ylabel(f"dev {NAMES.get(state.metric, state.metric)}")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def plan_text(state: dict, budget_s: float) -> str:
-    """The plan as --dry-run prints it: each candidate's epochs and estimated minutes."""
-    lines = [f"{'candidate':<20} {'model':<12} {'epochs':>8} {'minutes':>8}  status"]
+def plan_text(state: AutoState, budget_s: float) -> str:
+    """The plan as --dry-run prints it: each candidate's epochs, augmented copies (students) and
+    estimated minutes, and what the plan leaves unspent."""
+    lines = [f"{'candidate':<22} {'model':<12} {'epochs':>8} {'copies':>6} {'minutes':>8}  status"]
     total = 0.0
-    for r in state["candidates"]:
-        opts = r["plan"]["options"]
+    for r in state.candidates:
+        opts = r.plan.options
         work = f"{opts['max_steps']} st" if opts.get("max_steps") else str(opts.get("epochs", ""))
-        planned = r["status"] != "skipped"
-        total += r["estimate_s"] if planned and r["status"] != "done" else 0.0
-        status = r["status"] + (f": {r['reason']}" if r.get("reason") else "")
-        minutes = f"{r['estimate_s'] / 60:.1f}" if planned else "-"
-        lines.append(f"{r['name']:<20} {r['model']:<12} {work:>8} {minutes:>8}  {status}")
+        planned = r.status != "skipped"
+        total += r.estimate_s if planned and r.status != "done" else 0.0
+        status = r.status + (f": {r.reason}" if r.reason else "")
+        minutes = f"{r.estimate_s / 60:.1f}" if planned else "-"
+        copies = str(opts.get("augment", "")) + ("+u" if opts.get("unlabeled") else "")
+        lines.append(f"{r.name:<22} {r.model:<12} {work:>8} {copies:>6} {minutes:>8}  {status}")
     lines.append(f"about {total / 60:.1f} min to train of the {budget_s / 60:.1f} min budget "
-                 f"({state.get('elapsed_s', 0) / 60:.1f} spent before)")
+                 f"({state.elapsed_s / 60:.1f} spent before; the plan leaves {state.unspent_s / 60:.1f} min unspent)")
     return "\n".join(lines)
