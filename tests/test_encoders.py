@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from adaptext.models.encoders import DCNNLayer, dynamic_k, kmax_pool
+from adaptext.models.dcnn import DCNNLayer, dynamic_k, kmax_pool
 from adaptext.nn.fcn import DilatedStack, ScaledDotAttention, SimplifiedAttention
 from adaptext.nn.lightconv import DynamicConv1d, LightweightConv1d
 from adaptext.nn.qrnn import QRNNLayer, linear_scan

@@ -3,7 +3,7 @@ and its recurrence run from them (``adaptext.nn.lstm``) give nn.LSTM's logits.""
 import pytest
 import torch
 
-from adaptext.models import encoders
+from adaptext.models import lstm as lstm_model
 from adaptext.nn import embedding
 from adaptext.nn.lstm import double_candidate, lstm_from_gate_inputs
 from adaptext.registry import create_model
@@ -30,7 +30,7 @@ def counting(monkeypatch) -> list:
     def run(*args):
         calls.append(1)
         return lstm_from_gate_inputs(*args)
-    monkeypatch.setattr(encoders, "lstm_from_gate_inputs", run)
+    monkeypatch.setattr(lstm_model, "lstm_from_gate_inputs", run)
     return calls
 
 

@@ -159,9 +159,9 @@ class AttConv(TextClassifier):
         sy, by = self._roles(ctx.reshape(b * k, t3), y_mask)                  # [BK, T3, F], [BK, T3, D]
         use = ctx_len > 0                                                     # [B, K]
         use[:, 0] |= ~use.any(1)          # all contexts missing: read with an empty context
-        sub = {} if keep is not None else None
+        sub: dict | None = {} if keep is not None else None
         rx, ry = self._both(rep(sx), rep(bx), rep(x_mask), sy, by, y_mask, sub)
-        if keep is not None:
+        if keep is not None and sub is not None:                              # sub is made exactly when keep is
             keep["attention"] = sub["attention"].view(b, k, t, t3)            # [B, K, T, T3]
             acts = sub["activations"].view(b, k, t, -1).masked_fill(~use[:, :, None, None], float("-inf"))
             keep["activations"] = acts.amax(1) * x_mask[..., None]           # [B, T, H], max over contexts

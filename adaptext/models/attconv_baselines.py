@@ -21,6 +21,7 @@ positions of all contexts.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -35,7 +36,7 @@ from .attconv import check_kind, join_contexts, pair_features
 
 TRAIN = {"optimizer": "adagrad", "lr": 0.01, "batch_size": 50}
 TINY = {"embed_dim": 8, "hidden": 6}
-ABLATION = {"inputs": (ExampleKind.PAIR, ExampleKind.CONTEXTS, ExampleKind.TEXT),
+ABLATION: dict[str, Any] = {"inputs": (ExampleKind.PAIR, ExampleKind.CONTEXTS, ExampleKind.TEXT),
             "paper": "Yin & Schütze 2018 (ablation)", "train_defaults": TRAIN, "test_config": TINY}
 
 

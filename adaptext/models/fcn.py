@@ -57,6 +57,8 @@ class FCNConfig(Options):
                 test_config={"causal_filters": 8, "filters": 8, "layers": 3, "attention": "scaled-dot",
                              "heads": 2, "head_dim": 4, "head_hidden": 8})
 class FCN(TextClassifier):
+    pool: MaxPoolHead | GRUHead | StridedHead        # the pooling head of cfg.pooling_head
+
     def __init__(self, cfg: FCNConfig, spec):
         super().__init__(cfg, spec)
         C = spec.num_classes

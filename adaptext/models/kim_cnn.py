@@ -22,7 +22,7 @@ from torch.nn import functional as F
 
 from ..data.batching import length_mask
 from ..nn import ClassifierHead, WordEmbedding
-from ..nn.adaptive import ConvFactory
+from ..nn.adaptive import AdaptiveConv1d, ConvFactory, StaticConv1d
 from ..registry import TextClassifier, register_model
 
 
@@ -50,9 +50,21 @@ class ConvMaxPool(nn.Module):
         self.convs = nn.ModuleList(factory.conv(in_dim, filters, h, (h - 1) if wide else 0, self.context)
                                    for h in self.widths)
 
+    def _layers(self) -> list[StaticConv1d | AdaptiveConv1d]:
+        """``convs`` as a ``ConvFactory`` builds them: static or adaptive convolutions."""
+        layers = [c for c in self.convs if isinstance(c, (StaticConv1d, AdaptiveConv1d))]
+        assert len(layers) == len(self.convs), "a ConvFactory builds static or adaptive convolutions"
+        return layers
+
+    def _static(self) -> list[StaticConv1d]:
+        """``convs`` of a ``projectable`` layer: static convolutions, whose weights are projected."""
+        static = [c for c in self.convs if isinstance(c, StaticConv1d)]
+        assert len(static) == len(self.convs), "only static filters are projected"
+        return static
+
     @property
     def out_dim(self) -> int:
-        return sum(c.out_channels for c in self.convs)
+        return sum(c.out_channels for c in self._layers())
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         ctx = self.context(x, length_mask(lengths, x.shape[1])) if self.context is not None else None
@@ -67,18 +79,19 @@ class ConvMaxPool(nn.Module):
 
     @property
     def offset_rows(self) -> int:
-        return sum(h * conv.out_channels for h, conv in zip(self.widths, self.convs))
+        return sum(h * conv.out_channels for h, conv in zip(self.widths, self._layers()))
 
     def offset_weights(self) -> torch.Tensor:
         """[sum(h) x F, D]: row j F + f of width h's block is filter f's weights at offset j."""
-        return torch.cat([conv.weight.permute(2, 0, 1).reshape(-1, conv.in_channels) for conv in self.convs])
+        return torch.cat([conv.weight.permute(2, 0, 1).reshape(-1, conv.in_channels) for conv in self._static()])
 
     def from_projections(self, y: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """``forward``'s features from y [B, T, sum(h) x F], each position's word projected on
         ``offset_weights``: width h's response at i is its bias plus sum_j y[i + j, block j]."""
         pooled, start = [], 0
-        for h, conv in zip(self.widths, self.convs):
+        for h, conv in zip(self.widths, self._static()):
             n, f = y.shape[1] - h + 1, conv.out_channels
+            assert conv.bias is not None, "a ConvFactory's static convolutions have a bias"
             c = y[:, :n, start:start + f] + conv.bias
             for j in range(1, h):
                 c = c + y[:, j:j + n, start + j * f:start + (j + 1) * f]

@@ -20,6 +20,7 @@ import torch
 
 from .. import pretrained
 from ..data.examples import ExampleKind
+from ..nn.embedding import mark_word_embedding
 from ..nn.head import ClassifierHead, masked_mean_pool
 from ..registry import Options, TextClassifier, choice, register_model
 
@@ -41,6 +42,8 @@ class TransformerConfig(Options):
                                 "max_length": 128},
                 test_config={"layers": 1})
 class TransformerClassifier(TextClassifier):
+    special: torch.Tensor           # a buffer: the encoder ids of <pad>, <unk>, [CLS] and [SEP]
+
     def __init__(self, cfg: TransformerConfig, spec):
         super().__init__(cfg, spec)
         tok = pretrained.tokenizer(cfg.pretrained)
@@ -49,7 +52,7 @@ class TransformerClassifier(TextClassifier):
             raise ValueError(f"the transformer reads its encoder's word pieces (--tokenizer subword): a vocabulary "
                              f"of {expected}, not {spec.vocab_size}")
         self.encoder = _encoder(cfg).train()        # from_pretrained leaves it in eval mode: dropout off
-        self.encoder.get_input_embeddings().is_word_embedding = True    # counted apart, as other models' are
+        mark_word_embedding(self.encoder.get_input_embeddings())    # counted apart, as other models' are
         # encoder ids of adaptext's <pad> and <unk>, and of [CLS] and [SEP]
         self.register_buffer("special", torch.tensor([tok.pad_token_id, tok.unk_token_id, tok.cls_token_id,
                                                       tok.sep_token_id]), persistent=False)

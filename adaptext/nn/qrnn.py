@@ -179,6 +179,21 @@ class QRNNLayer(nn.Module):
         return h * keep
 
 
+def next_layer_input(h: torch.Tensor | None, out: torch.Tensor, dropout: nn.Module, dense: bool,
+                     last: bool) -> torch.Tensor:
+    """What the layer after one reads in a stack of recurrent layers (Section 2.1, the QRNN's and
+    its LSTM baseline's): the layer's output ``out``, dropped out between layers and, where the
+    layers are densely connected, beside the layer's own input ``h``; the last layer's output as
+    it is."""
+    if last:
+        return out
+    out = dropout(out)
+    if not dense:
+        return out
+    assert h is not None, "a densely connected layer reads its input"
+    return torch.cat([h, out], dim=-1)
+
+
 class QRNN(nn.Module):
     """Stacked QRNN layers with dropout between them; ``dense`` concatenates each layer's
     input to its output before the next layer (Section 2.1, densely connected layers)."""
@@ -208,14 +223,6 @@ class QRNN(nn.Module):
         h = x
         for i, layer in enumerate(self.layers):
             out = layer(h, mask, *((ids, tables) if i == 0 else (None, None)))
-            if i + 1 < len(self.layers):
-                out = self.dropout(out)
-                if self.dense:
-                    assert h is not None, "densely connected layers read x"
-                    h = torch.cat([h, out], dim=-1)
-                else:
-                    h = out
-            else:
-                h = out
+            h = next_layer_input(h, out, self.dropout, self.dense, last=i + 1 == len(self.layers))
         assert h is not None, "a QRNN has at least one layer"
         return h
