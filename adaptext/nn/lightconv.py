@@ -32,20 +32,9 @@ def _pads(kernel_size: int, causal: bool) -> tuple[int, int]:
     return left, kernel_size - 1 - left
 
 
-def _setup(conv: LightweightConv1d | DynamicConv1d, channels, kernel_size, heads, weight_softmax, weight_dropout,
-           causal) -> None:
+class _HeadedConv(nn.Module):
     """The settings LightConv and DynamicConv share: H heads over C channels, softmax-normalised
     kernels of width k, weight dropout, centred or causal padding."""
-    if channels % heads:
-        raise ValueError(f"channels ({channels}) must be a multiple of heads ({heads})")
-    conv.channels, conv.kernel_size, conv.heads = channels, kernel_size, heads
-    conv.weight_softmax, conv.weight_dropout = weight_softmax, weight_dropout
-    conv.padding = _pads(kernel_size, causal)
-
-
-class LightweightConv1d(nn.Module):
-    """x [B, T, C] -> [B, T, C]; kernel [H, k] softmax-normalised, shared across C/H channels."""
-    # set by _setup
     channels: int
     kernel_size: int
     heads: int
@@ -53,10 +42,22 @@ class LightweightConv1d(nn.Module):
     weight_dropout: float
     padding: tuple[int, int]            # (left, right) steps of zeros
 
+    def _setup(self, channels: int, kernel_size: int, heads: int, weight_softmax: bool, weight_dropout: float,
+               causal: bool) -> None:
+        if channels % heads:
+            raise ValueError(f"channels ({channels}) must be a multiple of heads ({heads})")
+        self.channels, self.kernel_size, self.heads = channels, kernel_size, heads
+        self.weight_softmax, self.weight_dropout = weight_softmax, weight_dropout
+        self.padding = _pads(kernel_size, causal)
+
+
+class LightweightConv1d(_HeadedConv):
+    """x [B, T, C] -> [B, T, C]; kernel [H, k] softmax-normalised, shared across C/H channels."""
+
     def __init__(self, channels: int, kernel_size: int, heads: int = 1, weight_softmax: bool = True,
                  weight_dropout: float = 0.0, causal: bool = False, bias: bool = False):
         super().__init__()
-        _setup(self, channels, kernel_size, heads, weight_softmax, weight_dropout, causal)
+        self._setup(channels, kernel_size, heads, weight_softmax, weight_dropout, causal)
         self.weight = nn.Parameter(torch.empty(heads, kernel_size))
         nn.init.xavier_uniform_(self.weight)
         self.bias = nn.Parameter(torch.zeros(channels)) if bias else None
@@ -74,20 +75,13 @@ class LightweightConv1d(nn.Module):
         return y.transpose(1, 2)
 
 
-class DynamicConv1d(nn.Module):
+class DynamicConv1d(_HeadedConv):
     """x [B, T, C] -> [B, T, C]; at step i a kernel [H, k] predicted from x_i (Eq. 4-5)."""
-    # set by _setup
-    channels: int
-    kernel_size: int
-    heads: int
-    weight_softmax: bool
-    weight_dropout: float
-    padding: tuple[int, int]            # (left, right) steps of zeros
 
     def __init__(self, channels: int, kernel_size: int, heads: int = 1, weight_softmax: bool = True,
                  weight_dropout: float = 0.0, causal: bool = False, bias: bool = False):
         super().__init__()
-        _setup(self, channels, kernel_size, heads, weight_softmax, weight_dropout, causal)
+        self._setup(channels, kernel_size, heads, weight_softmax, weight_dropout, causal)
         self.weight_linear = nn.Linear(channels, heads * kernel_size)                 # W^Q
         nn.init.xavier_uniform_(self.weight_linear.weight)
         nn.init.zeros_(self.weight_linear.bias)
