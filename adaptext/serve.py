@@ -333,7 +333,8 @@ def describe(clf, run_dir) -> dict:
     """What /info says of a run: its folder's name, model, task, labels, the data's file name (no
     paths of the host) and its test metrics."""
     from .runs.files import read_json
-    metrics_path = Path(run_dir) / "metrics.json"
+    from .runs.rundir import RunDir
+    metrics_path = RunDir(run_dir).metrics
     metrics = read_json(metrics_path) if metrics_path.is_file() else {}
     return {"run": Path(run_dir).resolve().name, "model": clf.config.model, "task": clf.kind,
             "labels": clf.labels.labels, "multilabel": clf.labels.multilabel,

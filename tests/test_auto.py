@@ -251,6 +251,9 @@ def test_the_report_holds_the_runs_own_numbers(resumed):
     page = (out / "report.html").read_text()
     assert 'src="data:image/png;base64,' in page and "<table>" in page
     assert (out / "frontier.png").read_bytes()[:4] == b"\x89PNG"
+    why = json.loads((out / "why.json").read_text())           # the winner's words, coloured on the page
+    assert why["winner"] == state.winner and len(why["records"]) == 3
+    assert page.count('<div class="why">') == 3 and page.count("class=word") >= 3
 
 
 def test_multilabel_data_report_micro_f1(tmp_path):

@@ -221,10 +221,15 @@ def test_a_pair_run_reads_its_second_text_and_colours_both(browser, pairs, tmp_p
     screenshot(browser, tmp_path / "pair.png")
 
 
-def test_auto_s_report_shows_its_candidates_and_its_plot(browser, tmp_path):
-    from adaptext.auto.report import candidate_table, write_report
+def test_auto_s_report_shows_its_candidates_its_plot_and_the_winner_s_words(browser, tmp_path):
+    pytest.importorskip("captum")
+    import adaptext
+    from adaptext.atomic import write_atomic
+    from adaptext.auto.report import WHY, candidate_table, write_report
     out = tmp_path / "auto"
     shutil.copytree(LEGACY / "kim_cnn", out / "kim_cnn")        # the winner's own metrics.json
+    records = adaptext.load(out / "kim_cnn").explain(["a fine film", "a dull one"], steps=20)
+    write_atomic(out / WHY, {"winner": "kim_cnn", "records": records})       # as auto writes it
     state = _auto_state()
     paths = write_report(out, state)
     browser.get(Path(paths["html"]).as_uri())
@@ -236,6 +241,14 @@ def test_auto_s_report_shows_its_candidates_and_its_plot(browser, tmp_path):
     plot = browser.find_element(By.CSS_SELECTOR, 'img[alt="accuracy against speed"]')
     drawn = browser.execute_script("return arguments[0].complete ? arguments[0].naturalWidth : 0", plot)
     assert drawn == int.from_bytes((out / "frontier.png").read_bytes()[16:20], "big") > 0   # the PNG decoded
+    for shown, record in zip(browser.find_elements(By.CSS_SELECTOR, ".why"), records, strict=True):
+        (segment,) = record["segments"]
+        scale = max(abs(v) for v in segment["scores"])
+        words = shown.find_elements(By.CSS_SELECTOR, ".word")
+        assert [w.text for w in words] == segment["tokens"]
+        for word, v in zip(words, segment["scores"]):
+            drawn, want = rgba(word.value_of_css_property("background-color")), rgba(colour(v, scale))
+            assert drawn[:3] == want[:3] and drawn[3] == pytest.approx(want[3], abs=0.01)
     screenshot(browser, tmp_path / "report.png")
 
 

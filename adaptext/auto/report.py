@@ -1,6 +1,8 @@
 """The report of an auto run: OUT/report.md, OUT/report.html (one self-contained page, the plot
 inside it) and OUT/frontier.png (dev score against throughput, the floor, the winner), all from
-OUT/auto.json and the winner's own metrics.json, so that every number in them is a run's."""
+OUT/auto.json and the winner's own metrics.json, so that every number in them is a run's. Where
+the winner's words were attributed on a few dev texts (OUT/why.json), the page shows them
+coloured as words.html and the service's page do (``explain.highlight``)."""
 from __future__ import annotations
 
 import base64
@@ -8,6 +10,7 @@ import html
 from pathlib import Path
 
 from ..runs.files import read_json, write_atomic
+from ..runs.rundir import RunDir
 from ..tables import markdown_table
 from .plan import human
 from .state import AutoState, as_state
@@ -22,12 +25,22 @@ def write_report(out: Path, state: AutoState | dict) -> dict:
     frontier_plot(state, plot)
     metrics = _winner_metrics(out, state)
     write_atomic(out / "report.md", markdown(state, metrics))
-    write_atomic(out / "report.html", page(state, metrics, plot))
+    write_atomic(out / "report.html", page(state, metrics, plot, winner_words(out, state)))
     return {"report": str(out / "report.md"), "html": str(out / "report.html"), "plot": str(plot)}
 
 
+WHY = "why.json"        # the winner's word attributions on a few dev texts: {"winner", "records"}
+
+
+def winner_words(out: Path, state: AutoState) -> list[dict]:
+    """The explanation records of OUT/why.json, if they are the present winner's."""
+    path = out / WHY
+    why = read_json(path) if path.is_file() and state.winner else {}
+    return why.get("records", []) if why.get("winner") == state.winner else []
+
+
 def _winner_metrics(out: Path, state: AutoState) -> dict | None:
-    return read_json(out / state.winner / "metrics.json") if state.winner else None
+    return read_json(RunDir(out / state.winner).metrics) if state.winner else None
 
 
 # ------------------------------------------------------------------ tables
@@ -129,14 +142,21 @@ def html_table(header: list, rows: list) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def page(state: AutoState, metrics: dict | None, plot: Path) -> str:
-    """The report as one HTML page, the plot embedded (base64 PNG): it can be mailed alone."""
+def page(state: AutoState, metrics: dict | None, plot: Path, words: list[dict] | None = None) -> str:
+    """The report as one HTML page, the plot embedded (base64 PNG): it can be mailed alone;
+    ``words``: the winner's explanation records, shown coloured."""
+    from ..explain.highlight import explanation_html
     image = base64.b64encode(plot.read_bytes()).decode("ascii")
     parts = [f"<p>{html.escape(line).replace('`', '')}</p>" for line in summary_lines(state)]
     parts += [f'<img alt="accuracy against speed" src="data:image/png;base64,{image}">',
               "<h2>Candidates</h2>", html_table(*candidate_table(state))]
     for title, header, rows in winner_tables(state, metrics):
         parts += [f"<h2>{html.escape(title)}</h2>", html_table(header, rows)]
+    if words:
+        parts += [f"<h2>Why: the winner's words on {len(words)} dev texts</h2>",
+                  "<p>Each word coloured by how much it moved the predicted label's score (integrated "
+                  "gradients): green raised it, red lowered it.</p>",
+                  *(f'<div class="why">{explanation_html(r)}</div>' for r in words)]
     parts.append("<h2>Commands that reproduce each run</h2><ul>" + "".join(
         f"<li>{html.escape(r.name)}: <code>{html.escape(r.command)}</code></li>"
         for r in state.candidates if r.command) + "</ul>")

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import DataError, MissingResource, UsageError
 from ..contract import READER_KEYS
-from ..runs.files import read_json, writer_lock
+from ..runs.files import read_json, write_atomic, writer_lock
 from ..runs.metrics import default_monitor
 from ..runs.rundir import RunDir, RunState
 from . import plan as P
@@ -33,6 +33,7 @@ STATE = "auto.json"
 # the data options auto passes on to each run: where the data is, and how its files are read
 DATA_KEYS = ("data", "dev", "test", "data_dir", "format", "on_bad_line", *READER_KEYS)
 SAME_RUN = DATA_KEYS + ("seed", "unlabeled")   # what makes OUT this auto run: refused different on resume
+EXPLAINED = 3          # dev texts whose words the report colours by the winner's attributions
 HEARTBEAT_S = 15.0                        # while a run trains, auto.json's elapsed time is kept this current
 RESUME_HINT = "interrupted; run the same command again to resume"
 
@@ -383,6 +384,7 @@ class Auto:
         self.state.winner, self.state.min_speed, self.state.floor_met = winner.name if winner else None, floor, met
         if winner:
             link_best(self.out, winner.name)
+            self.explain_winner(winner.name)
         paths = write_report(self.out, self.state)
         # the result as JSON prints it: names, scores, speeds, counts, paths and the export's outcome
         result: dict[str, Any] = {"winner": None, "metric": self.state.metric,
@@ -399,6 +401,18 @@ class Auto:
         result.update(elapsed_s=self.state.elapsed_s, budget_s=self.state.budget_s)
         self.say(f"winner: {result['winner'] or 'none (no candidate finished)'}; report {paths['report']}")
         return result
+
+    def explain_winner(self, name: str) -> None:
+        """The winner's word attributions on a few dev texts, for the report (OUT/why.json); they
+        need Captum (the explain extra), and the report goes without them where it is missing."""
+        from ..api import Classifier
+        from .report import WHY
+        try:
+            records = Classifier.load(self.out / name).explain(self.dev_inputs[:EXPLAINED])
+        except MissingResource as e:
+            self.say(f"the report shows no word attributions: {e}")
+            return
+        write_atomic(self.out / WHY, {"winner": name, "records": records})
 
     def measure(self) -> None:
         """The throughput pass (``speed.measure_runs``) over every finished candidate and the

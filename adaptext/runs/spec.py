@@ -27,6 +27,7 @@ from ..data.text import LabelMap, Tokenizer, TokenizerConfig, Vocab
 from ..registry import ModelEntry, TextClassifier, create_model, get_entry
 from . import options
 from .files import load_weights, read_json, write_atomic
+from .rundir import RunDir
 from ..config import RunConfig
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def _legacy_kind(run: Path, model: str) -> str:
     inputs = get_entry(model).inputs
     if len(inputs) == 1:
         return inputs[0]
-    metrics = run / "metrics.json"
+    metrics = RunDir(run).metrics
     kind: str | None = read_json(metrics).get("info", {}).get("kind") if metrics.is_file() else None
     if kind is None:
         raise DataError(run / "vocab.json", None, f"no input kind, and model {model} reads {', '.join(inputs)}")

@@ -40,7 +40,7 @@ def cross_validate(cfg, splits, out: Path, resume: bool, log=print, extra=()) ->
                "info": {"model": cfg.model, "parameters": folds[0]["info"]["parameters"],
                         "train_seconds": sum(f["info"]["train_seconds"] for f in folds),
                         "train_examples_per_s": mean_or_none([f["info"]["train_examples_per_s"] for f in folds])}}
-    write_atomic(out / "metrics.json", metrics)
+    write_atomic(RunDir(out).metrics, metrics)
     return metrics
 
 

@@ -12,6 +12,7 @@ from ..registry import count_parameters
 from ..runs import metrics as M
 from ..runs.files import save_weights, write_atomic, write_csv, write_jsonl
 from ..runs.pipeline import collator, gold, predict_probs
+from ..runs.rundir import RunDir
 from ..runs.spec import RunSpec
 from .engine import Fitted
 from .prepare import Prepared
@@ -80,7 +81,7 @@ def save(out: Path, spec: RunSpec, model, metrics: dict, f: Fitted, predictions:
                                f"{spec.model_name} on {split}")
     if predictions is not None:
         write_jsonl(out / "test_predictions.jsonl", predictions)
-    write_atomic(out / "metrics.json", metrics)     # last: its presence marks a finished run
+    write_atomic(RunDir(out).metrics, metrics)      # last: its presence marks a finished run
 
 
 def mean_or_none(xs):

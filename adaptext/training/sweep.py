@@ -312,7 +312,7 @@ class Sweep:
         if failed:
             first = failed[0]
             log(f"{len(failed)} trial(s) failed (see {self.out / 'trials.md'}); trial {first['trial']}: "
-                f"{first['error']} (traceback in {Path(first['run']) / 'error.txt'})")
+                f"{first['error']} (traceback in {RunDir(first['run']).error})")
         return summary
 
     def _trials_monitor(self, study) -> str:
