@@ -26,7 +26,6 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 EMB = ["--embeddings", str(common.GLOVE), "--embedding-mode", "non-static", "--min-freq", "2"]

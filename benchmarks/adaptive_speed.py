@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -39,8 +38,6 @@ import torch
 import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from adaptext.data.batching import Batch  # noqa: E402
 from adaptext.nn.adaptive import AdaptiveConv1d  # noqa: E402

@@ -8,9 +8,7 @@ context) with --ablation.
         --out benchmarks/results/adaptive_ablation.json
 """
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import GLOVE, table_main  # noqa: E402
 
 EMB = {"embeddings": str(GLOVE), "embedding_mode": "non-static", "oov_init": "normal", "oov_scale": 0.6,

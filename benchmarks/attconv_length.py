@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA, RESULTS, write  # noqa: E402
 
 from adaptext.api import Classifier  # noqa: E402

@@ -5,10 +5,7 @@ datasets are under the data root.
 
     python benchmarks/attconv_table.py --seeds 3
 """
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import GLOVE, table_main  # noqa: E402
 
 PAIRS, SINGLE = ("sick", "snli", "scitail"), ("sst1", "sst2", "imdb")

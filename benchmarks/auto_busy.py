@@ -16,7 +16,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 SPIN = "import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass\n"

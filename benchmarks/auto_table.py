@@ -20,7 +20,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 CELLS = {"mr": ("30m", "2h"), "subj": ("30m",), "trec": ("30m",), "sst2": ("30m", "2h")}

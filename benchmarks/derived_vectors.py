@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 

@@ -8,7 +8,7 @@ PY=${PY:-python3}
 K=${K:-/tmp/keep}; R=${R:-/tmp/results}; L=$R/logs; mkdir -p "$K" "$L"
 common="--keep $K --accelerator ${ACC:-gpu} --threads 1"
 # the phrase file every SST slice reads, written once before the slices start at the same time
-$PY -c "import sys; sys.path.insert(0, 'benchmarks'); import distill_table as t; from pathlib import Path; t.sst_phrases(Path('$K'))"
+(cd benchmarks && $PY -c "import distill_table as t; from pathlib import Path; t.sst_phrases(Path('$K'))")
 pipeline() {
   d=$1; td=$2; students=$3; aug=$4
   for s in 1 2 3; do

@@ -21,10 +21,8 @@ slice resumes and students reuse their teacher.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 DATA_NAME = {"sst2": "sst2", "sst1": "sst1", "trec": "trec"}

@@ -4,10 +4,7 @@ beside its published figures (Kalchbrenner et al. 2014: SST-1 48.5, SST-2 86.8, 
 
     python benchmarks/encoder_table.py --seeds 3
 """
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import table_main  # noqa: E402
 
 CELLS = [{"model": m, "label": "-"} for m in

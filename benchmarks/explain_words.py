@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 import math
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 MODELS = {"kim_cnn": {}}          # name -> train options beside the demo's

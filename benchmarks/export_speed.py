@@ -14,17 +14,14 @@ PyTorch.
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, ROOT, quick_note, speed_args, stats, write  # noqa: E402
+from common import DATA, quick_note, speed_args, stats, write  # noqa: E402
 
-sys.path.insert(0, str(ROOT))
 from adaptext.data.readers import read_trec_raw  # noqa: E402
 from adaptext.data.text import Tokenizer  # noqa: E402
 from adaptext.export import ExportGraph, export_model  # noqa: E402

@@ -4,10 +4,7 @@ macro and micro F1 with min-max over seeds, and kim_cnn from the same run as ref
 
     python benchmarks/fcn_table.py --seeds 3
 """
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import table_main  # noqa: E402
 
 CELLS = [

@@ -22,11 +22,9 @@ import json
 import os
 import random
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import adaptive_table  # noqa: E402
 import attconv_table  # noqa: E402
 import common  # noqa: E402

@@ -12,13 +12,11 @@ passes after a warm-up. The outputs of the two paths are compared too.
 """
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import distill_table  # noqa: E402
 

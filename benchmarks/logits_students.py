@@ -17,7 +17,6 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 BILSTM = {"model": "lstm", "layers": 1, "bidirectional": True, "batch_size": 64, "alpha": 0.0, "epochs": 5}

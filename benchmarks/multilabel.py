@@ -7,11 +7,9 @@ comp.sys, comp.sys.mac.hardware), kim_cnn, micro / macro / example-based F1 on t
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 

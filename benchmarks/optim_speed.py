@@ -16,13 +16,10 @@ from __future__ import annotations
 import argparse
 import copy
 import random
-import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 from adaptext.data.datasets import load_named  # noqa: E402
 from adaptext.data.text import Tokenizer, Vocab  # noqa: E402

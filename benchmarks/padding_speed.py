@@ -16,17 +16,13 @@ positions (baseline) and stopping at the longest text (the default).
 from __future__ import annotations
 
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA, ROOT, quick_note, speed_args, stats, write  # noqa: E402
+from common import DATA, quick_note, speed_args, stats, write  # noqa: E402
 
-sys.path.insert(0, str(ROOT))
 from adaptext.data.batching import Batch  # noqa: E402
 from adaptext.data.readers import read_trec_raw  # noqa: E402
 from adaptext.data.text import Tokenizer  # noqa: E402

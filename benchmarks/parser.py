@@ -18,13 +18,11 @@ model downstream.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 PARSERS = ("bracketer", "right-branching", "left-branching")

@@ -20,7 +20,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 import distill_table  # noqa: E402
 import kim_speed  # noqa: E402
@@ -45,10 +44,15 @@ def earlier_package(before: Path, into: Path):
     if re.search(r"^\s*(from|import) adaptext\b", "\n".join(
             p.read_text(encoding="utf-8") for p in (before / "adaptext").rglob("*.py")), re.M):
         raise SystemExit(f"{before}: its package imports itself by name; it cannot be loaded beside this one")
+    import importlib.util
     shutil.copytree(before / "adaptext", into / ALIAS)
-    sys.path.insert(0, str(into))
-    import importlib
-    return importlib.import_module(ALIAS)
+    spec = importlib.util.spec_from_file_location(ALIAS, into / ALIAS / "__init__.py",
+                                                  submodule_search_locations=[str(into / ALIAS)])
+    assert spec is not None and spec.loader is not None
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[ALIAS] = package           # its relative imports find their modules under this name
+    spec.loader.exec_module(package)
+    return package
 
 
 def config_rows(dataset: str, label: str, options: dict, work: Path, before_pkg, rounds: int) -> list[dict]:

@@ -18,11 +18,9 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
 MODELS = ("qrnn", "lstm")

@@ -16,10 +16,7 @@ compared too.
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kim_speed  # noqa: E402
 
 STUDENT = {"layers": 1, "bidirectional": True, "hidden": 150}

@@ -7,10 +7,7 @@ with the 50-d GloVe subset. A right-branching TG-HTreeLSTM row shows what the pa
     python benchmarks/tree_table.py --seeds 3
     python benchmarks/tree_table.py --datasets trec --out trec.json      # one column
 """
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import GLOVE, table_main  # noqa: E402
 
 EMB = {"embeddings": str(GLOVE), "embedding_mode": "non-static"}
