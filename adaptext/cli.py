@@ -117,7 +117,7 @@ def cmd_logits(argv) -> int:
     split = next((k for k, a in enumerate(argv) if a.startswith("-")), len(argv))
     teachers, rest = argv[:split], argv[split:]
     from .runs.options import check_run_arguments
-    given = check_run_arguments(rest, "adaptext logits")
+    given = check_run_arguments(rest, "adaptext logits", out_is_run=False)
     if not given.get("out"):
         raise UsageError("adaptext logits needs --out FILE: where the logits are written")
     if Path(given["out"]).is_dir():

@@ -294,10 +294,11 @@ def add_option_flags(parser: argparse.ArgumentParser, keys: tuple[str, ...], not
         _add_flag(parser, o.flags, key, o.type, o.meta["choices"], f"{o.meta['help']} {note}".strip())
 
 
-def check_run_arguments(argv: list[str], prog: str) -> dict[str, Any]:
-    """The run options among ``argv`` typed and range-checked, and the data they name found,
-    without the registry (which needs torch, and seconds to import): a mistyped number or a
-    missing file is said at once. The options given, by key."""
+def check_run_arguments(argv: list[str], prog: str, out_is_run: bool = True) -> dict[str, Any]:
+    """The run options among ``argv`` typed and range-checked, the data they name found and the
+    run directory ``--out`` names writable (``out_is_run``), without the registry (which needs
+    torch, and seconds to import): a mistyped number or a missing file is said at once. The
+    options given, by key."""
     from ..data.datasets import check_sources
     parser = argparse.ArgumentParser(prog=prog, add_help=False)
     add_run_arguments(parser)
@@ -305,6 +306,9 @@ def check_run_arguments(argv: list[str], prog: str) -> dict[str, Any]:
     for key, value in given.items():
         check_value(key, value)
     check_sources(given.get("data"), given.get("dev"), given.get("test"))
+    if given.get("out") and out_is_run:
+        from .rundir import RunDir
+        RunDir(given["out"]).check_writable()
     return given
 
 

@@ -118,6 +118,19 @@ class RunDir:
         with contextlib.suppress(FileNotFoundError):
             self.error.unlink()
 
+    def check_writable(self) -> None:
+        """Refuse, before any data is read, a run directory that cannot be made: a file on its
+        path, or a folder the user may not write to."""
+        for p in (self.path, *self.path.parents):
+            if p.exists():
+                if not p.is_dir():
+                    raise DataError(p, None, "a file, not a folder: the run directory cannot be made there "
+                                             "(choose another --out)")
+                if not os.access(p, os.W_OK | os.X_OK):
+                    raise DataError(p, None, "permission denied: the run directory cannot be written there "
+                                             "(choose another --out)")
+                return
+
     def refuse_if_running(self, what: str = "run") -> None:
         holder = self.holder()
         if holder is not None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from pathlib import Path
 
 from ..data.datasets import Splits, holdout
@@ -140,7 +139,7 @@ def run_config(options: dict, file_options: dict | None, config_file) -> tuple[R
         cfg, out = resumed_config(Path(options["resume"]), options)
     else:
         cfg, out = new_config(options, file_options, config_file)
-    check_writable(out)
+    RunDir(out).check_writable()
     return cfg.replace(out=str(out)), out
 
 
@@ -203,20 +202,6 @@ def resumed_config(out: Path, options: dict) -> tuple[RunConfig, Path]:
                                    f"{out / 'config.json'} --epochs N --out NEW_DIR")
     cfg = resolve({k: v for k, v in options.items() if k in RESUME_MAY_CHANGE}, saved, out / "config.json")
     return cfg.replace(resume=None), out
-
-
-def check_writable(out: Path) -> None:
-    """Refuse, before any data is read, a run directory that cannot be made: a file on its
-    path, or a folder the user may not write to."""
-    for p in (out, *out.parents):
-        if p.exists():
-            if not p.is_dir():
-                raise DataError(p, None, "a file, not a folder: the run directory cannot be made there "
-                                         "(choose another --out)")
-            if not os.access(p, os.W_OK | os.X_OK):
-                raise DataError(p, None, "permission denied: the run directory cannot be written there "
-                                         "(choose another --out)")
-            return
 
 
 def make_run_dir(out: Path) -> None:
