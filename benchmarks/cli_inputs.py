@@ -2,8 +2,8 @@
 train`` (the run contract's and kim_cnn's own) at -1, 0, nan, inf and 1e30, the numeric options of
 the other commands, and path options that name the wrong thing. Each case runs in a fresh
 process; the table keeps its exit code, the line it said and its wall time. A case that is
-accepted reaches the next check (train's data file that is not there), so every row should exit
-2 with one line and no traceback; the run-contract rows also show how fast the answer comes
+accepted reaches the next check (train's data file that is not there, or for a model's option a
+run directory that already holds a run), so every row should exit 2 with one line and no traceback; the run-contract rows also show how fast the answer comes
 (no torch imported before the arguments are checked).
 
     python benchmarks/cli_inputs.py
@@ -25,8 +25,10 @@ import common  # noqa: E402
 VALUES = ("-1", "0", "nan", "inf", "1e30")
 
 
-def train_cases(missing: str, out: str) -> list[tuple[str, list[str]]]:
-    """(what, argv) for each numeric option of the run contract and of kim_cnn at each value."""
+def train_cases(missing: str, out: str, finished: str) -> list[tuple[str, list[str]]]:
+    """(what, argv) for each numeric option of the run contract and of kim_cnn at each value. A
+    run option accepted stops at the data file, which is not there; a model option (checked once
+    the registry is imported, after the data is found) at the run directory, which holds a run."""
     from adaptext.registry import get_entry
     from adaptext.contract import OPTIONS
     base = ["train", "--data", missing, "--out", out]
@@ -34,7 +36,7 @@ def train_cases(missing: str, out: str) -> list[tuple[str, list[str]]]:
              for k, o in OPTIONS.items() if o.type in (int, float) for v in VALUES]
     entry = get_entry("kim_cnn")
     cases += [(f"train --model kim_cnn --{f.name.replace('_', '-')} {v}",
-               [*base, "--model", "kim_cnn", f"--{f.name.replace('_', '-')}", v])
+               ["train", "--out", finished, "--model", "kim_cnn", f"--{f.name.replace('_', '-')}", v])
               for f in dataclasses.fields(entry.config) if isinstance(entry.defaults[f.name], (int, float))
               and not isinstance(entry.defaults[f.name], bool) for v in VALUES]
     return cases
@@ -100,7 +102,7 @@ def main() -> None:
         run = str(tmp / "run")
         train_run({"out": run, "epochs": 1, "filters": 8, "progress": False, "threads": 1}, log=lambda m: None)
         missing = str(tmp / "missing" / "train.csv")
-        cases = train_cases(missing, str(tmp / "never")) + other_cases(tmp, run, missing)
+        cases = train_cases(missing, str(tmp / "never"), run) + other_cases(tmp, run, missing)
         rows, contract_seconds = [], []
         for what, argv in cases:
             code, said, seconds = run_case(argv, env)
