@@ -191,6 +191,27 @@ def _check_colours(browser, scores: list) -> None:
         assert drawn[:3] == want[:3] and drawn[3] == pytest.approx(want[3], abs=0.01)
 
 
+def test_with_the_serve_extra_only_the_page_predicts_and_names_the_extra_for_words(browser, demo, tmp_path,
+                                                                                  monkeypatch):
+    """No Captum on the machine (a stub that fails to import stands first on the service's path):
+    the label and the bars as before, and the /explain answer's one line naming the extra."""
+    stub = tmp_path / "no-captum" / "captum"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('Captum is not installed here')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(stub.parent), os.environ.get("PYTHONPATH")])))
+    _, run = demo
+    with serving(run, "--threads", "1") as (url, _):
+        open_page(browser, url)
+        ask(browser, QUESTION)
+        answer = call(url + "/predict", {"inputs": [QUESTION]})[1]["predictions"][0]
+        assert browser.find_element(By.ID, "label").text == answer["label"]
+        _check_bars(browser, answer["probs"])
+        error = browser.find_element(By.ID, "error").text
+        assert error.startswith("/explain answered 501") and "pip install 'adaptext[explain]'" in error
+        assert not browser.find_elements(By.CSS_SELECTOR, "#words .word")
+        screenshot(browser, tmp_path / "no-words.png")
+
+
 def test_a_refused_input_shows_the_service_s_422_message(browser, demo, tmp_path):
     url, _ = demo
     open_page(browser, url)
