@@ -127,6 +127,8 @@ class DistillationOptions:
     temperature: float = opt(2.0, "softening of the kl loss", above=0)
     augment: int = opt(0, "augmented copies of each training text in the transfer set (Tang et al.: masking, "
                           "POS-guided word replacement, n-gram sampling)", lowest=0)
+    augment_seed: int | None = opt(None, "seed of the augmented copies (default: --seed); students of several seeds "
+                                         "share one file of teacher logits through it")
     unlabeled: str | None = opt(None, "a file of unlabelled in-domain texts, one per line, added to the transfer "
                                       "set", path=True)
 

@@ -55,6 +55,16 @@ def test_a_student_of_the_file_is_the_student_of_the_teacher(teacher, logits_fil
     assert config["distillation"]["teacher_logits"] == str(logits_file)
 
 
+def test_students_of_other_seeds_share_the_file_s_augmented_copies(logits_file, tmp_path, capsys):
+    # the file was made with --seed 1: a student of seed 3 builds the same copies from it
+    student = [*STUDENT[:STUDENT.index("--seed")], "--seed", "3", *STUDENT[STUDENT.index("--seed") + 2:]]
+    assert main(["distill", "--teacher-logits", str(logits_file), *student, "--out", str(tmp_path / "s3")]) == 0
+    capsys.readouterr()
+    config = json.loads((tmp_path / "s3" / "config.json").read_text())
+    assert config["engine"]["seed"] == 3 and config["distillation"]["augment_seed"] == 1
+    assert json.loads(logits_file_meta(logits_file)["data_options"])["augment_seed"] == 1
+
+
 def test_a_file_of_other_texts_or_no_logits_is_one_line(logits_file, tmp_path, capsys):
     assert main(["distill", "--teacher-logits", str(logits_file), *STUDENT[:-1], "2",
                  "--out", str(tmp_path / "other")]) == 2

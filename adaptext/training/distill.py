@@ -46,10 +46,14 @@ def transfer_set(cfg: RunConfig, train: list, unlabeled: list, log=print) -> lis
     """The training examples, then the augmented copies and the unlabelled texts (label None)."""
     out = list(train)
     if cfg.augment:
-        out += augmented(train, cfg.augment, cfg.seed, cfg.tagger)
+        out += augmented(train, cfg.augment, augment_seed(cfg), cfg.tagger)
     out += unlabeled
     log(f"transfer set: {len(train)} training texts, {len(out) - len(train)} more")
     return out
+
+
+def augment_seed(cfg: RunConfig) -> int:
+    return cfg.seed if cfg.augment_seed is None else cfg.augment_seed
 
 
 def augmented(examples: list, copies: int, seed: int, tagger_name: str = "nltk") -> list:
@@ -230,7 +234,7 @@ def read_logits_file(path, transfer: list, student_labels: list[str]) -> np.ndar
     if meta["texts_sha256"] != transfer_hash(transfer):
         raise DataError(path, None, f"logits of another transfer set ({meta['count']} texts) than this run's "
                                     f"({len(transfer)} texts, or other texts): make them with the same data, "
-                                    f"--augment, --unlabeled and --seed")
+                                    f"--augment, --augment-seed and --unlabeled")
     labels = json.loads(meta["labels"])
     if sorted(labels) != sorted(student_labels):
         raise DataError(path, None, f"logits over the classes {', '.join(labels)}, not the training data's "

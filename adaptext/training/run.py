@@ -21,13 +21,13 @@ from ..runs.rundir import RunDir, RunState
 from ..runs.spec import write_config
 from ..runs.splits import DEMO, load_data, parsed_for
 from .cv import cross_validate
-from .distill import (DISTILLED, logits_data_options, teacher_data_options, teacher_logits, transfer_set,
+from .distill import (DISTILLED, augment_seed, logits_data_options, teacher_data_options, teacher_logits, transfer_set,
                       unlabeled_texts, write_logits_file)
 from .engine import is_rank_zero
 from .fit import fit_one
 
 IN_MEMORY = "in-memory"     # the data a run given examples (not files) names in its config
-TRANSFER_KEYS = ("augment", "unlabeled", "tagger")     # with the data, what makes a transfer set
+TRANSFER_KEYS = ("augment", "augment_seed", "unlabeled", "tagger")     # with the data, what makes a transfer set
 
 
 def default_out(cfg) -> Path:
@@ -96,6 +96,7 @@ def logits_run(teachers: list, options: dict, out, log=print) -> Path:
     logits = teacher_logits(joined, transfer, labels, log)
     # what a student needs to build the same transfer set: the data, and how the set was made from it
     saved = {k: v for k, v in cfg.flat().items() if k in data_options or k in ("data", "dev", "test", *TRANSFER_KEYS)}
+    saved["augment_seed"] = augment_seed(cfg)
     return write_logits_file(out, logits, labels, transfer, joined.split(","), saved)
 
 
