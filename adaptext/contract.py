@@ -129,6 +129,8 @@ class DistillationOptions:
                           "POS-guided word replacement, n-gram sampling)", lowest=0)
     augment_seed: int | None = opt(None, "seed of the augmented copies (default: --seed); students of several seeds "
                                          "share one file of teacher logits through it")
+    spans: int = opt(0, "contiguous word spans of each training text in the transfer set, of random length, "
+                        "distinct (the phrases a treebank would give it)", lowest=0)
     unlabeled: str | None = opt(None, "a file of unlabelled in-domain texts, one per line, added to the transfer "
                                       "set", path=True)
 

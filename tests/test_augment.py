@@ -54,3 +54,20 @@ def test_masking_only_masks_and_ngrams_only_cut(monkeypatch):
     for k, copy in enumerate(cut):
         original = " ".join(words(examples[k // 5].text))
         assert copy.text in original and 1 <= len(copy.text.split(" ")) <= distill.MAX_N
+
+
+def test_spans_are_distinct_strict_contiguous_parts_of_their_texts():
+    examples = bundled_examples("text", 60)
+    words = Tokenizer(lower=False)
+    spans = distill.spans(examples, 8, seed=3)
+    texts = {ex.text for ex in examples}
+    assert len(spans) > 4 * len(examples)          # a few repeats (single words) are dropped
+    assert len({s.text for s in spans}) == len(spans) and not texts & {s.text for s in spans}
+    assert all(s.label is None for s in spans)
+    tokens = [words(ex.text) for ex in examples]
+    for s in spans[:100]:
+        part = s.text.split(" ")
+        assert any(0 < len(part) < len(t) and any(t[i:i + len(part)] == part for i in range(len(t)))
+                   for t in tokens)
+    assert [s.text for s in distill.spans(examples, 8, seed=3)] == [s.text for s in spans]
+    assert [s.text for s in distill.spans(examples, 8, seed=4)] != [s.text for s in spans]

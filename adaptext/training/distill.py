@@ -6,7 +6,9 @@ Transfer set (Section 3.2): the training examples; ``augment`` copies of each, r
 word (with probability 0.1 a word becomes <unk>, the masking rule: the student's unknown word, a
 pretrained teacher's mask token; else with probability 0.1 a
 word of the same part of speech seen in the training texts; then with probability 0.25 the
-copy is cut to an n-gram of 1 to 5 words); and the lines of an ``unlabeled`` file, whose words
+copy is cut to an n-gram of 1 to 5 words); ``spans`` contiguous word spans of each text, of
+random length, the phrases a treebank would give each sentence (on SST-2 the student learns the
+most from the teacher's logits over the trees' phrases); and the lines of an ``unlabeled`` file, whose words
 the student's vocabulary counts with the training texts' (it learns them from these logits). The
 teacher's logits are computed once, in chunks cached on disk, each keyed by the teacher's weights
 and its own texts: a killed run resumes from the last chunk, and reruns, other students and a
@@ -47,6 +49,8 @@ def transfer_set(cfg: RunConfig, train: list, unlabeled: list, log=print) -> lis
     out = list(train)
     if cfg.augment:
         out += augmented(train, cfg.augment, augment_seed(cfg), cfg.tagger)
+    if cfg.spans:
+        out += spans(train, cfg.spans, augment_seed(cfg))
     out += unlabeled
     log(f"transfer set: {len(train)} training texts, {len(out) - len(train)} more")
     return out
@@ -75,6 +79,26 @@ def augmented(examples: list, copies: int, seed: int, tagger_name: str = "nltk")
             text = " ".join(rewrite(ts, gs, pools, rng)) or ex.text
             out.append(replace(ex, text=text, label=None) if ex.kind in DISTILLED else
                        TextExample(text, None, ex.where))
+    return out
+
+
+def spans(examples: list, count: int, seed: int) -> list:
+    """Up to ``count`` contiguous word spans of each text (a pair keeps its second text), of a
+    length drawn from 1 to the text's less one, each distinct from every other span and text."""
+    words = Tokenizer(lower=False)
+    rng = random.Random(f"spans-{seed}")
+    seen = {ex.text for ex in examples}
+    out = []
+    for ex in examples:
+        tokens = words(ex.text)
+        for _ in range(count if len(tokens) > 1 else 0):
+            n = rng.randint(1, len(tokens) - 1)
+            start = rng.randint(0, len(tokens) - n)
+            text = " ".join(tokens[start:start + n])
+            if text not in seen:
+                seen.add(text)
+                out.append(replace(ex, text=text, label=None) if ex.kind in DISTILLED else
+                           TextExample(text, None, ex.where))
     return out
 
 

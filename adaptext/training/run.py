@@ -27,7 +27,7 @@ from .engine import is_rank_zero
 from .fit import fit_one
 
 IN_MEMORY = "in-memory"     # the data a run given examples (not files) names in its config
-TRANSFER_KEYS = ("augment", "augment_seed", "unlabeled", "tagger")     # with the data, what makes a transfer set
+TRANSFER_KEYS = ("augment", "augment_seed", "spans", "unlabeled", "tagger")     # with the data, what makes a transfer set
 
 
 def default_out(cfg) -> Path:
