@@ -131,6 +131,13 @@ class RunDir:
                                              "(choose another --out)")
                 return
 
+    def require_new(self) -> None:
+        """Refuse to begin a new run here: one being written now, or any of a run already there."""
+        self.refuse_if_running()
+        if self.started:
+            raise DataError(self.path, None, f"the run directory already holds a run ({self.state}: use --resume "
+                                             "to continue it, or another --out)")
+
     def refuse_if_running(self, what: str = "run") -> None:
         holder = self.holder()
         if holder is not None:

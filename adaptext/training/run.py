@@ -170,13 +170,8 @@ def new_config(options: dict, file_options: dict | None, config_file) -> tuple[R
     cfg = cfg.replace(**{k: str(Path(v).resolve()) for k, v in paths.items()     # --config RUN/config.json
                          if v and Path(v).exists()})                             # works from anywhere
     out = Path(cfg.out) if cfg.out else default_out(cfg)
-    run = RunDir(out)
-    if not is_rank_zero():          # the other ranks of a run rank 0 has checked, locked and begun
-        return cfg, out
-    run.refuse_if_running()
-    if run.started:
-        raise DataError(out, None, f"the run directory already holds a run ({run.state}: use --resume to "
-                                   "continue it, or another --out)")
+    if is_rank_zero():              # the other ranks of a run rank 0 has checked, locked and begun
+        RunDir(out).require_new()
     return cfg, out
 
 
