@@ -9,19 +9,10 @@ context) with --ablation.
 """
 import sys
 
-from common import GLOVE, table_main  # noqa: E402
+import cells  # noqa: E402
+from common import table_main  # noqa: E402
 
-EMB = {"embeddings": str(GLOVE), "embedding_mode": "non-static", "oov_init": "normal", "oov_scale": 0.6,
-       "min_freq": 6}
-CELLS = [
-    {"model": "kim_cnn", "label": "-", **EMB},
-    {"model": "ac_cnn", "label": "hashed", "generation": "hashed", **EMB},
-    {"model": "ac_cnn", "label": "full", "generation": "full", **EMB},
-    {"model": "dpcnn", "label": "-", **EMB},
-    {"model": "ac_dpcnn", "label": "hashed", "generation": "hashed", **EMB},
-    {"model": "densecnn", "label": "-", **EMB},
-    {"model": "ac_densecnn", "label": "hashed", "generation": "hashed", **EMB},
-]
+EMB = cells.ADAPTIVE_EMB          # the table's word vectors (its cells are cells.ADAPTIVE_CELLS)
 ABLATION = [
     {"model": "ac_cnn", "label": "hashed (GRU context)", "generation": "hashed", "context": "gru", **EMB},
     {"model": "ac_cnn", "label": "hashed (w/o GRU)", "generation": "hashed", "context": "attention-only", **EMB},
@@ -29,12 +20,11 @@ ABLATION = [
 ]
 ABLATION_NOTE = (" Table 4's 'w/o GRU': the context vector is the attention of Eqs. 2-3 over the word vectors "
                  "themselves (attention-only); 'mean' averages them (no attention either).")
-DATASETS = {"sst1": {"data": "sst1"}, "sst2": {"data": "sst2"}, "trec": {"data": "trec"},
-            "subj": {"data": "subj", "cv": 10}, "ag_news": {"data": "ag_news"}}
 
 if __name__ == "__main__":
     ablation = "--ablation" in sys.argv          # kept in sys.argv: the result file records the command
-    table_main("adaptive_ablation" if ablation else "adaptive_table", ABLATION if ablation else CELLS, DATASETS,
+    table_main("adaptive_ablation" if ablation else "adaptive_table",
+               ABLATION if ablation else cells.ADAPTIVE_CELLS, cells.ADAPTIVE_DATASETS,
                ("accuracy",), None,
                "Words seen fewer than 6 times dropped, 50-d GloVe subset (the paper: 300-d word2vec), OOV vectors "
                "normal(0, 0.6) as in the paper; each model's registry training defaults (Adam lr 0.001, batch 64; "

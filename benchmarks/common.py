@@ -1,5 +1,6 @@
 """Shared by the benchmark scripts: the result file of ../shared/BENCHMARKS.md (JSON and a
-markdown table with the same rows), machine description, mean / std over seeds."""
+markdown table with the same rows), machine description, mean / std over seeds, the test
+sentences speed rows time, and the command line of an accuracy table (``table_main``)."""
 from __future__ import annotations
 
 import datetime
@@ -133,6 +134,16 @@ def sentences_per_s(predict, texts: list, before_pass=lambda: None, repeats: int
         predict(texts)
         best = min(best, time.perf_counter() - t)
     return len(texts) / best
+
+
+# the named dataset of each dataset the distillation table and the speed scripts read test sentences of
+DATA_NAME = {"sst2": "sst2", "sst1": "sst1", "trec": "trec"}
+
+
+def test_texts(dataset: str, n: int = 1000) -> list[str]:
+    """The first ``n`` test sentences of ``dataset`` (a key of ``DATA_NAME``): what the speed rows time."""
+    from adaptext.data.datasets import load_named
+    return [ex.text for ex in load_named(DATA_NAME[dataset], str(DATA)).test[:n]]
 
 
 def quick_note(quick: bool) -> str:

@@ -16,7 +16,8 @@ read back from --keep, first: --teachers-only trains them alone, e.g. in paralle
 ensemble's own test accuracy is a row (written by the slice that holds seed 1).
 
 Teachers and students are kept under --keep (default ~/.cache/adaptext/runs/distill), so a killed
-slice resumes and students reuse their teacher.
+slice resumes and students reuse their teacher. Their options (``TEACHER``, ``STUDENTS``) are in
+cells.py, where frontier.py reads them too.
 """
 from __future__ import annotations
 
@@ -24,28 +25,7 @@ import argparse
 from pathlib import Path
 
 import common  # noqa: E402
-
-DATA_NAME = {"sst2": "sst2", "sst1": "sst1", "trec": "trec"}
-ONE_LAYER = {"layers": 1, "bidirectional": True, "hidden": 150, "batch_size": 64}
-# student name -> (its train options, what its rows add after undistilled / distilled); a name that is
-# not a model's names its model among the options
-STUDENTS = {"kim_cnn": ({}, ""), "ac_cnn": ({}, ""),
-            "ac_cnn-attention": ({"model": "ac_cnn", "context": "attention-only"}, ", attention-only context (no GRU)"),
-            "attconv": ({"variant": "light"}, ""), "qrnn": ({}, ""),
-            # Tang et al.'s (2019) student shape, one bidirectional recurrent layer (here 150 units a
-            # direction, max-pooled over time, random word vectors): an LSTM, and a QRNN whose gates
-            # are looked up per word at prediction
-            "bilstm": ({"model": "lstm", **ONE_LAYER}, ", one-layer BiLSTM (150 a direction)"),
-            "biqrnn": ({"model": "qrnn", **ONE_LAYER}, ", one-layer bidirectional QRNN (150 a direction)"),
-            # the BiLSTM narrowed until it predicts about as fast as that QRNN
-            "bilstm-64": ({"model": "lstm", **ONE_LAYER, "hidden": 64}, ", one-layer BiLSTM (64 a direction)"),
-            # the same over the teacher's word pieces (random 300-d vectors): a word never seen in
-            # training is still read, as pieces the student has seen in other words
-            "bilstm-pieces": ({"model": "lstm", **ONE_LAYER, "tokenizer": "subword"},
-                              ", one-layer BiLSTM over word pieces"),
-            "biqrnn-pieces": ({"model": "qrnn", **ONE_LAYER, "tokenizer": "subword"},
-                              ", one-layer bidirectional QRNN over word pieces")}
-TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}
+from cells import STUDENTS, TEACHER  # noqa: E402
 
 
 def args():
@@ -101,11 +81,6 @@ def throughput(run: Path, texts: list[str], repeats: int = 3) -> float:
     return common.sentences_per_s(lambda xs: clf.predict(xs, batch_size=64), texts, repeats=repeats)
 
 
-def test_texts(dataset: str, n: int = 1000) -> list[str]:
-    from adaptext.data.datasets import load_named
-    return [ex.text for ex in load_named(DATA_NAME[dataset], str(common.DATA)).test[:n]]
-
-
 def sst_phrases(keep: Path) -> Path:
     """A file of the distinct phrases of the SST training trees, one per line, as the trees write
     them (cased, brackets as -LRB-; whole sentences included, except the few identical to an SST-2
@@ -140,7 +115,7 @@ def cell(keep: Path, name: str, opts: dict) -> tuple[dict, Path]:
 
 
 def teacher_run(a, keep: Path, dataset: str, seed: int) -> tuple[dict, Path]:
-    base = {"data": a.teacher_data or DATA_NAME[dataset], "accelerator": a.accelerator}
+    base = {"data": a.teacher_data or common.DATA_NAME[dataset], "accelerator": a.accelerator}
     return cell(keep, f"transformer-{a.teacher_data or dataset}-seed{seed}", {**TEACHER, **base, "seed": seed})
 
 
@@ -153,7 +128,7 @@ def ensemble_accuracy(teachers: list[Path], dataset: str) -> float | None:
         return None
     from adaptext.data.datasets import load_named
     from adaptext.training.distill import teacher_logits
-    test = load_named(DATA_NAME[dataset], str(common.DATA)).test
+    test = load_named(common.DATA_NAME[dataset], str(common.DATA)).test
     labels = sorted({ex.label for ex in test})
     logits = teacher_logits(",".join(map(str, teachers)), test, labels, log=lambda *_: None)
     return 100.0 * float(np.mean([labels[i] == ex.label for i, ex in zip(logits.argmax(1), test)]))
@@ -161,8 +136,8 @@ def ensemble_accuracy(teachers: list[Path], dataset: str) -> float | None:
 
 def dataset_rows(a, dataset: str) -> list[dict]:
     keep = Path(a.keep)
-    rows, texts = [], test_texts(dataset)
-    base = {"data": DATA_NAME[dataset], "accelerator": a.accelerator}
+    rows, texts = [], common.test_texts(dataset)
+    base = {"data": common.DATA_NAME[dataset], "accelerator": a.accelerator}
     accs, speed = {}, {}
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     teachers, teacher_label = {}, "teacher"

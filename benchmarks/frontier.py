@@ -25,12 +25,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import adaptive_table  # noqa: E402
-import attconv_table  # noqa: E402
+import cells  # noqa: E402
 import common  # noqa: E402
-import distill_table  # noqa: E402
-import encoder_table  # noqa: E402
-import tree_table  # noqa: E402
 
 KIM = {"embeddings": str(common.GLOVE), "embedding_mode": "non-static"}
 TREE_DATA = {"sst2": "sst2-trees", "trec": "trec"}      # tree models train on trees, TREC parsed
@@ -62,9 +58,9 @@ def distilled_note() -> str:
             f"copies of each question (the other students': 10).")
 
 
-def cell(module, model: str, label: str) -> dict:
-    """The options a table trains ``model`` / ``label`` with."""
-    (found,) = [c for c in module.CELLS if c["model"] == model and c["label"] == label]
+def cell(table: list[dict], model: str, label: str) -> dict:
+    """The options a table trains ``model`` / ``label`` with (``table``: its cells, from cells.py)."""
+    (found,) = [c for c in table if c["model"] == model and c["label"] == label]
     return {k: v for k, v in found.items() if k not in ("label", "datasets")}
 
 
@@ -78,25 +74,26 @@ def points() -> list[dict]:
     for model, label in (("ac_cnn", "hashed"), ("ac_cnn", "full"), ("dpcnn", "-"), ("ac_dpcnn", "hashed"),
                          ("densecnn", "-"), ("ac_densecnn", "hashed")):
         pts.append({"label": model + (f" ({label})" if label != "-" else ""),
-                    "options": cell(adaptive_table, model, label), "acc": both("adaptive_table", model, label)})
+                    "options": cell(cells.ADAPTIVE_CELLS, model, label), "acc": both("adaptive_table", model, label)})
     for model in ("bov", "dcnn", "qrnn", "gated_cnn", "lightconv", "dynamicconv", "fcn"):
-        pts.append({"label": model, "options": cell(encoder_table, model, "-"), "acc": both("encoder_table", model, "-")})
+        pts.append({"label": model, "options": cell(cells.ENCODER_CELLS, model, "-"),
+                    "acc": both("encoder_table", model, "-")})
     for variant in ("light", "advanced"):
-        pts.append({"label": f"attconv ({variant})", "options": cell(attconv_table, "attconv", variant),
+        pts.append({"label": f"attconv ({variant})", "options": cell(cells.ATTCONV_CELLS, "attconv", variant),
                     "acc": {"sst2": [("attconv_table", "attconv", variant)]}})
     for model, label in (("recnn", "-"), ("treelstm", "-"), ("tg_hrecnn", "concat"), ("tg_hrecnn", "multi"),
                          ("tg_htreelstm", "concat"), ("tg_htreelstm", "multi")):
         pts.append({"label": model + (f" ({label})" if label != "-" else ""), "tree": True,
-                    "options": cell(tree_table, model, label), "acc": both("tree_table", model, label)})
-    pts.append({"label": "transformer (MiniLM-L6)", "options": dict(distill_table.TEACHER),
+                    "options": cell(cells.TREE_CELLS, model, label), "acc": both("tree_table", model, label)})
+    pts.append({"label": "transformer (MiniLM-L6)", "options": dict(cells.TEACHER),
                 "acc": both("distill_table", "transformer", "teacher")})
     for student, label, sst2, trec in DISTILLED:
-        options, suffix = distill_table.STUDENTS[student]
+        options, suffix = cells.STUDENTS[student]
         model, variant = options.get("model", student), "distilled" + suffix
         pts.append({"label": label, "options": {"model": model, **options},
                     "acc": {"sst2": [(sst2, model, variant)], "trec": [(trec, model, variant)]}})
     # the BiLSTM-64 distilled from three phrase-trained teachers over the training trees' phrases (SST-2 only)
-    options, _ = distill_table.STUDENTS["bilstm-64"]
+    options, _ = cells.STUDENTS["bilstm-64"]
     pts.append({"label": "BiLSTM (1 layer, 64 units) distilled, phrases, 3 teachers", "options": dict(options),
                 "acc": {"sst2": [("distill_ensemble", "lstm", "distilled, + SST phrases, 3-teacher ensemble, "
                                                                "one-layer BiLSTM (64 a direction)")]}})
@@ -223,7 +220,7 @@ def pareto(names: list[str], speed: dict, acc: dict) -> list[str]:
 
 
 def dataset_rows(dataset: str, pts: list[dict], work: Path) -> list[dict]:
-    texts = distill_table.test_texts(dataset)
+    texts = common.test_texts(dataset)
     rows, speeds = [], {}
     for p in pts:
         acc = recorded_accuracy(p["acc"].get(dataset, []), dataset)

@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 import common  # noqa: E402
-import distill_table  # noqa: E402
 
 STUDENT = {"layers": 1, "bidirectional": True}
 CONFIGS = [("1 layer, bidirectional, 64", {**STUDENT, "hidden": 64}),
@@ -80,7 +79,7 @@ def best_of(passes: dict, repeats: int, n: int) -> dict:
 def config_rows(label: str, options: dict, run_dir: Path, a) -> list[dict]:
     import torch
     from adaptext.data.loading import batch_loader
-    texts = distill_table.test_texts("sst2", 64 if a.quick else 100_000)
+    texts = common.test_texts("sst2", 64 if a.quick else 100_000)
     clf = trained(options, run_dir, a.quick)
     model = clf.model.eval()
     default = model.projections() is not None      # what the model does by itself

@@ -1,8 +1,9 @@
 """Prediction speed of an earlier checkout against this one, in one process: ``kim_speed.py``'s
-configurations (Kim CNN: rand on TREC and SST-2, non-static and multichannel GloVe on SST-2),
-each trained one step by this checkout and loaded twice by each package (after, before, before,
-after), the earlier one imported under another name; each round times the four in turn, each
-round starting one further along.
+configurations (Kim CNN: rand on TREC and SST-2, non-static and multichannel GloVe on SST-2;
+``cells.KIM_SPEED_CONFIGS``, timed by ``projection_speed.timed``), each trained one step by this
+checkout and loaded twice by each package (after, before, before, after), the earlier one
+imported under another name; each round times the four in turn, each round starting one further
+along.
 
 Two processes running the same code differ by up to a fifth in prediction speed here (where a
 process's arrays land in memory), so ``loader_speed.py``'s process-per-side runs cannot resolve a
@@ -20,9 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import cells  # noqa: E402
 import common  # noqa: E402
-import distill_table  # noqa: E402
-import kim_speed  # noqa: E402
+import projection_speed  # noqa: E402
 
 ALIAS = "adaptext_before"
 HOW = ("batch 64", "calls of 16")
@@ -58,8 +59,8 @@ def earlier_package(before: Path, into: Path):
 def config_rows(dataset: str, label: str, options: dict, work: Path, before_pkg, rounds: int) -> list[dict]:
     import adaptext
     run = work / re.sub(r"\W+", "-", f"{dataset}-{label}")
-    kim_speed.trained(dataset, options, run, quick=False)
-    texts = distill_table.test_texts(dataset)[:1000]
+    projection_speed.trained(dataset, options, run, quick=False)
+    texts = common.test_texts(dataset)[:1000]
     # each side loaded twice, in the order after, before, before, after: the first model loaded
     # in a process predicts a few percent faster than the next (where its arrays land)
     clfs = [("after", adaptext.load(run)), ("before", before_pkg.load(run)), ("before", before_pkg.load(run)),
@@ -67,7 +68,7 @@ def config_rows(dataset: str, label: str, options: dict, work: Path, before_pkg,
     rates = {(side, how): [] for side in ("after", "before") for how in HOW}
     for r in range(rounds):
         for side, clf in clfs[r % 4:] + clfs[:r % 4]:
-            timed = kim_speed.timed(clf, texts)
+            timed = projection_speed.timed(clf, texts)
             for how in HOW:
                 rates[(side, how)].append(timed[how])
     rows = []
@@ -89,7 +90,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         pkg = earlier_package(before, Path(tmp))
-        for dataset, label, options in kim_speed.CONFIGS:
+        for dataset, label, options in cells.KIM_SPEED_CONFIGS:
             rows += config_rows(dataset, label, options, Path(tmp), pkg, a.rounds)
     ratios = [r["ratio"] for r in rows]
     geo = statistics.geometric_mean(ratios)

@@ -31,15 +31,15 @@ SIZE = {"layers": 4, "hidden": 256, "dense": True, "embed_dim": 300, "max_length
 def seconds_per_step(model: str, steps: int, warmup: int, device: str) -> float:
     """Mean seconds of training steps ``warmup + 1 .. warmup + steps`` on IMDB train batches (the
     run is stopped there: its evaluation is not what is timed)."""
-    import scale
+    import processes
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"
         flags = [f"--{k.replace('_', '-')}" if v is True else f"--{k.replace('_', '-')}={v}" for k, v in SIZE.items()]
-        cmd = [*scale.ADAPTEXT, "train", "--model", model, "--data", "imdb", "--data-dir", str(common.DATA), *flags,
+        cmd = [*processes.ADAPTEXT, "train", "--model", model, "--data", "imdb", "--data-dir", str(common.DATA), *flags,
                "--max-vocab", "50000", "--accelerator", device, "--log-every", "1", "--no-progress",
                "--max-steps", str(warmup + steps + 1), "--out", str(run)]
-        scale.run_measured(cmd, dict(os.environ), until=lambda: len(scale.steps(run)) >= warmup + steps)
-        rows = scale.steps(run)
+        processes.run_measured(cmd, dict(os.environ), until=lambda: len(processes.steps(run)) >= warmup + steps)
+        rows = processes.steps(run)
     at = {int(r["step"]): float(r["seconds"]) for r in rows}
     return (at[warmup + steps] - at[warmup]) / steps
 

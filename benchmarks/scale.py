@@ -14,7 +14,8 @@ objects, and serving concurrent load. Every figure is measured on the processes 
 4. The same command again: seconds from launch to the first training step (the store reused).
 5. ``adaptext predict`` of that run over the whole corpus (stopped after ``--predict-seconds``):
    peak memory and memory over time.
-6. The service (benchmarks/serve_load.py) on a kim_cnn trained on the bundled TREC questions.
+6. The service on a kim_cnn trained on the bundled TREC questions, under serve_load.py's load
+   (``processes.measure``, benchmarks/processes.py, which also measures the commands above).
 """
 from __future__ import annotations
 
@@ -25,72 +26,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import common  # noqa: E402
-import serve_load  # noqa: E402
+from processes import ADAPTEXT, measure, run_measured, steps  # noqa: E402
 
 IMDB = common.DATA / "imdb"
-ADAPTEXT = [sys.executable, "-m", "adaptext.cli"]
-
-
-# ------------------------------------------------------------------ processes, measured
-def _tree(pid: int) -> list[int]:
-    """``pid`` and its descendants (from each task's children list: cheap enough to sample often)."""
-    found, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        found.append(p)
-        for task in Path(f"/proc/{p}/task").glob("*/children"):
-            try:
-                todo += [int(c) for c in task.read_text().split()]
-            except OSError:
-                continue
-    return found
-
-
-def _memory_mb(pids: list[int]) -> float:
-    """Proportional set size summed over ``pids``: a page shared by a parent and its forked
-    workers counts once in all, not once in each."""
-    total = 0
-    for p in pids:
-        try:
-            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / 1024
-
-
-def run_measured(cmd: list, env: dict, until=None, limit: float = 3600, stdout=subprocess.PIPE) -> dict:
-    """Run ``cmd``; sample its memory until it ends, ``until()`` says stop (it is then killed) or
-    ``limit`` seconds pass. seconds, peak and samples [(second, MB)] of memory."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True)
-    peak, samples, stopped = 0.0, [], None
-    while proc.poll() is None:
-        now = time.perf_counter() - started
-        mb = _memory_mb(_tree(proc.pid))
-        peak = max(peak, mb)
-        samples.append((round(now, 1), round(mb, 1)))
-        if (until and until()) or now > limit:
-            stopped = "condition met" if until and until() else "time limit"
-            proc.kill()
-            break
-        time.sleep(0.2)
-    out, err = proc.communicate()
-    if proc.returncode not in (0, -9) or (proc.returncode == -9 and stopped is None):
-        raise SystemExit(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{err[-3000:]}")
-    return {"seconds": time.perf_counter() - started, "peak_mb": round(peak, 1), "samples": samples,
-            "stdout": out or "", "stderr": err, "stopped": stopped}
-
-
-def steps(run: Path) -> list[dict]:
-    path = run / "steps.csv"
-    return list(csv.DictReader(open(path))) if path.exists() else []
 
 
 def encoded_mb_per_s(text: str):
@@ -206,7 +147,7 @@ def serve_rows(work: Path, env: dict, requests: int) -> list[dict]:
                    stdout=subprocess.DEVNULL)
     rows = []
     for options in ((), ("--in-process",), ("--in-process", "--workers", "2")):
-        m = serve_load.measure(run, clients=8, requests=requests, texts_per_request=4, time_limit=90, options=options)
+        m = measure(run, clients=8, requests=requests, texts_per_request=4, time_limit=90, options=options)
         how = " ".join(options) or "(the model in a process of its own)"
         base = {"model": "kim_cnn", "variant": f"serve {how}, 8 clients x 4 texts", "dataset": "trec-demo"}
         rows += [{**base, "metric": "requests_per_s", "mean": m["requests_per_s"], "n": m["requests"]},

@@ -1,7 +1,9 @@
 """The benchmark tables' helpers: a kept run directory is read back when finished and resumed
 when its slice was killed, so a time-limited machine loses no finished epoch; slices run apart
 (other seeds, other machines) merge into one table."""
+import ast
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -376,3 +378,51 @@ def test_an_earlier_package_that_imports_itself_by_name_is_refused(tmp_path):
     (tmp_path / "old" / "adaptext" / "__init__.py").write_text("from adaptext.registry import x\n")
     with pytest.raises(SystemExit, match="imports itself by name"):
         predict_ab.earlier_package(tmp_path / "old", tmp_path / "copy")
+
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+# the benchmarks/*.py without a __main__ block, which the scripts import; every other file is a script
+SHARED_MODULES = {"cells", "common", "processes", "projection_speed"}
+
+
+def _is_main_block(node) -> bool:
+    """``if __name__ == "__main__":`` (either way round)."""
+    if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
+            and isinstance(node.test.ops[0], ast.Eq)):
+        return False
+    sides = [node.test.left, *node.test.comparators]
+    return ({type(s) for s in sides} == {ast.Name, ast.Constant}
+            and {s.id if isinstance(s, ast.Name) else s.value for s in sides} == {"__name__", "__main__"})
+
+
+def _imported(tree) -> list[tuple[int, str]]:
+    """(line, top-level module name) of every import in ``tree``, at the top or inside a function:
+    ``import x``, ``from x import y`` and ``importlib.import_module("x")`` / ``__import__("x")``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module.split(".")[0]))
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("import_module", "__import__")):
+            found.append((node.lineno, node.args[0].value.split(".")[0]))
+    return found
+
+
+def test_benchmark_scripts_import_only_the_shared_modules():
+    """A benchmarks/*.py with an ``if __name__ == "__main__":`` block is a script, one without a
+    shared module. No file there imports a script (what two scripts share lives in a shared module),
+    the shared modules are exactly SHARED_MODULES (a script others need would fail the import check,
+    a new shared module is named here), and none edits sys.path (a script's own folder is already on it)."""
+    files = sorted(BENCHMARKS.glob("*.py"))
+    trees = {p.stem: ast.parse(p.read_text(encoding="utf-8"), str(p)) for p in files}
+    scripts = {name for name, tree in trees.items() if any(_is_main_block(n) for n in tree.body)}
+    assert set(trees) - scripts == SHARED_MODULES
+    imports_of_scripts = [f"{name}.py:{line} imports the script {module}.py"
+                          for name, tree in trees.items() for line, module in _imported(tree) if module in scripts]
+    assert imports_of_scripts == []
+    edit = re.compile(r"sys\.path\s*(\.\s*(insert|append|extend)\b|\+?=[^=])")
+    path_edits = [f"{p.name}: {m.group(0)}" for p in files for m in edit.finditer(p.read_text(encoding="utf-8"))]
+    assert path_edits == []

@@ -63,7 +63,7 @@ PREDICT_S_PER_KTOKEN = {"transformer": ENCODER_S_PER_KTOKEN}
 MIN_EXAMPLES = 20_000               # the least training a candidate gets: this many examples ...
 MIN_FRACTION = 0.25                 # ... or one epoch, whichever is less, and never under a quarter epoch
 
-TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}   # benchmarks/distill_table.py
+TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}   # benchmarks/cells.py
 BILSTM = {"model": "lstm", "layers": 1, "bidirectional": True, "hidden": 64, "batch_size": 64}  # the README's student
 DISTILL = {"alpha": 0.0, "augment": 10}          # the teacher's logits only, over 10 copies of each text
 LINEAR = "fasttext"                              # the candidate no winner may fall under on dev
