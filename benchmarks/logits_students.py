@@ -41,13 +41,13 @@ def args():
 
 
 def student(name: str, seed: int, a) -> dict:
-    from adaptext.runs.rundir import RunDir
+    from adaptext.runs.rundir import RunDir, RunState
     from adaptext.training.run import distill_run, trained
     options, _ = STUDENTS[name]
     run = RunDir(a.keep / f"{name}-seed{seed}")
     opts = {**options, "teacher_logits": str(Path(a.logits).resolve()), "seed": seed, "threads": a.threads,
             "progress": False, "out": str(run.path)}
-    if run.config.is_file():
+    if run.state is not RunState.NEW:          # finished: read back; cut short: resumed
         return trained(run, opts, log=lambda m: None)
     return distill_run([], opts, log=lambda m: print(m, file=sys.stderr, flush=True))
 
