@@ -1,6 +1,7 @@
 """Shared by the benchmark scripts: the result file of ../shared/BENCHMARKS.md (JSON and a
 markdown table with the same rows), machine description, mean / std over seeds, the test
-sentences speed rows time, and the command line of an accuracy table (``table_main``)."""
+sentences speed rows time, and the command line of an accuracy table (``script_main``; a table of
+cells: ``table_main``)."""
 from __future__ import annotations
 
 import datetime
@@ -252,6 +253,39 @@ def merge_docs(docs: list[dict]) -> list[dict]:
     return rows
 
 
+def script_main(name: str, add_arguments, rows_of, partial, argv: list | None = None,
+                description: str | None = None) -> None:
+    """The command line every accuracy table shares. ``add_arguments(ap)`` adds the script's own
+    options to the parser, after the shared ``--out``, ``--merge FILES...``, ``--note`` and
+    ``--notes`` (a script may redefine one of those for its own help text). ``partial(a)``: whether
+    the options ask for a slice (part of the table), which needs ``--out`` (``require_out``); it may
+    refuse a bad command line (``sys.exit``, or ``argparse.ArgumentTypeError``: a usage error). Then
+    ``--merge`` pools the slices into ``name``'s result file, or else ``rows_of(a)`` runs the table:
+    ``(rows, notes)``, written with ``write``, or None when it wrote its file itself or has nothing
+    to write. ``argv``: the options to read (default sys.argv[1:]; the recorded command is always
+    sys.argv)."""
+    import argparse
+    ap = argparse.ArgumentParser(description=description, conflict_handler="resolve")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--merge", nargs="*")
+    ap.add_argument("--note", default="", help="a sentence added to the notes (what was left out and why)")
+    ap.add_argument("--notes", default=None, help="with --merge: the notes, in place of the slices' sentences "
+                    "(re-merging a merged table whose notes went stale)")
+    add_arguments(ap)
+    a = ap.parse_args(argv)
+    try:
+        require_out(a, partial(a))
+    except argparse.ArgumentTypeError as e:
+        ap.error(str(e))
+    if a.merge:
+        write_merged(name, a.merge, a.notes, extra=a.note, out=a.out)
+        return
+    table = rows_of(a)
+    if table is not None:
+        rows, notes = table
+        write(name, rows, notes, a.out)
+
+
 def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy",), paper: dict | None = None,
                notes: str = "", default_epochs: int = 20, argv: list | None = None) -> None:
     """The command line of an accuracy table: every cell (``{"model", "label", **model options}``,
@@ -259,35 +293,37 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
     on the test split (or over CV folds). ``--seed S --models a,b --datasets x`` run a slice (for
     parallel runs), ``--merge files`` pools slices, ``--quick`` checks the script in a minute.
     ``argv``: the options to read (default sys.argv[1:]; the recorded command is always sys.argv)."""
-    import argparse
-    ap = argparse.ArgumentParser(description=f"{name}: see the module docstring")
-    ap.add_argument("--seeds", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--models", default="",
-                    help="comma-separated cell names (model or model:variant; a comma and a space stay inside a name)")
-    ap.add_argument("--datasets", default=",".join(datasets))
-    ap.add_argument("--epochs", type=int, default=None,
-                    help=f"at most N epochs (default: the dataset's own, else {default_epochs})")
-    ap.add_argument("--patience", type=int, default=None, help="early-stopping patience (default: the dataset's own, else 4)")
-    ap.add_argument("--accelerator", default="auto")
-    ap.add_argument("--quick", action="store_true", help="1 seed, 1 epoch, at most 2 cells: checks the script runs")
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--merge", nargs="*")
-    ap.add_argument("--keep", default=None, help="keep every run directory under this folder")
-    ap.add_argument("--checkpoint-every", type=int, default=0,
-                    help="with --keep: also checkpoint every N training steps, so a slice killed mid-epoch "
-                         "(a machine's time limit) resumes there")
-    ap.add_argument("--note", default="", help="a sentence added to the notes (what was left out and why)")
-    ap.add_argument("--notes", default=None, help="with --merge: the notes, in place of the slices' sentences "
-                    "(re-merging a merged table whose notes went stale)")
-    a = ap.parse_args(argv)
-    paper = paper or {}
-    require_out(a, a.seed or a.quick or a.models or a.datasets != ",".join(datasets))
-    if a.seeds < 1:
-        sys.exit(f"{name}: --seeds {a.seeds}: at least one seed is needed")
-    if a.merge:
-        write_merged(name, a.merge, a.notes, extra=a.note, out=a.out)
-        return
+    def add_arguments(ap):
+        ap.add_argument("--seeds", type=int, default=3)
+        ap.add_argument("--seed", type=int, default=0)
+        ap.add_argument("--models", default="",
+                        help="comma-separated cell names (model or model:variant; a comma and a space stay inside a name)")
+        ap.add_argument("--datasets", default=",".join(datasets))
+        ap.add_argument("--epochs", type=int, default=None,
+                        help=f"at most N epochs (default: the dataset's own, else {default_epochs})")
+        ap.add_argument("--patience", type=int, default=None,
+                        help="early-stopping patience (default: the dataset's own, else 4)")
+        ap.add_argument("--accelerator", default="auto")
+        ap.add_argument("--quick", action="store_true", help="1 seed, 1 epoch, at most 2 cells: checks the script runs")
+        ap.add_argument("--keep", default=None, help="keep every run directory under this folder")
+        ap.add_argument("--checkpoint-every", type=int, default=0,
+                        help="with --keep: also checkpoint every N training steps, so a slice killed mid-epoch "
+                             "(a machine's time limit) resumes there")
+
+    def is_slice(a):
+        if a.seeds < 1:
+            sys.exit(f"{name}: --seeds {a.seeds}: at least one seed is needed")
+        return a.seed or a.quick or a.models or a.datasets != ",".join(datasets)
+
+    def rows_of(a):
+        return table_rows(a, name, cells, datasets, metrics, paper or {}, notes, default_epochs)
+
+    script_main(name, add_arguments, rows_of, is_slice, argv, description=f"{name}: see the module docstring")
+
+
+def table_rows(a, name: str, cells: list[dict], datasets: dict, metrics, paper: dict, notes: str,
+               default_epochs: int) -> tuple[list[dict], str]:
+    """``table_main``'s rows and notes: the cells chosen by the options ``a``, trained."""
     # names are split at commas that no space follows: labels such as "multi, right-branching" hold one
     wanted = {n.strip() for n in re.split(r",(?! )", a.models) if n.strip()}
     full = [f"{c['model']}:{c['label']}" for c in cells]
@@ -345,7 +381,7 @@ def table_main(name: str, cells: list[dict], datasets: dict, metrics=("accuracy"
                  + " (set ADAPTEXT_DATA to the folder holding the datasets)")
     extra = (" Skipped: " + "; ".join(skipped) + ".") if skipped else ""
     quick = " --quick: a smoke run (1 seed, 1 epoch), not a measurement." if a.quick else ""
-    write(name, rows, f"{notes} {stopping_sentence(stopping)}{extra}{quick} {a.note}".rstrip(), a.out)
+    return rows, f"{notes} {stopping_sentence(stopping)}{extra}{quick} {a.note}".rstrip()
 
 
 def stopping_sentence(stopping: dict) -> str:

@@ -12,7 +12,7 @@ common="--keep $K --accelerator ${ACC:-gpu} --threads 1"
 pipeline() {
   d=$1; td=$2; students=$3; aug=$4
   for s in 1 2 3; do
-    $PY benchmarks/distill_table.py --datasets $d $td --seed $s --teachers-only $common > $L/A-$d-$s.log 2>&1 &
+    $PY benchmarks/distill_table.py --datasets $d $td --seed $s --teachers-only $common --out $R/$d-teachers-s$s.json > $L/A-$d-$s.log 2>&1 &
   done; wait
   echo "$(date +%T) $d teachers: $(grep -h 'test accuracy' $L/A-$d-*.log | tr '\n' ' ')"
   for s in 1 2 3; do

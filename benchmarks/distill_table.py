@@ -28,8 +28,8 @@ import common  # noqa: E402
 from cells import STUDENTS, TEACHER  # noqa: E402
 
 
-def args():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(ap):
+    """This table's options (common.script_main adds --out, --merge, --note and --notes)."""
     ap.add_argument("--datasets", default="sst2,trec")
     ap.add_argument("--students", default="kim_cnn")
     ap.add_argument("--seeds", type=int, default=3)
@@ -62,15 +62,15 @@ def args():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--accelerator", default="auto", help="where teachers and students train (throughput is "
                     "always measured on the CPU)")
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--merge", nargs="*")
     ap.add_argument("--note", default="", help="with --merge: a sentence added to the notes (what the slices "
                     "reused, what was left out and why)")
-    a = ap.parse_args()
+
+
+def is_slice(a):
     unknown = sorted(set(a.students.split(",")) - set(STUDENTS))
     if unknown and not a.merge:
-        ap.error(f"unknown student(s) {', '.join(unknown)}; students: {', '.join(STUDENTS)}")
-    return a
+        raise argparse.ArgumentTypeError(f"unknown student(s) {', '.join(unknown)}; students: {', '.join(STUDENTS)}")
+    return a.seed or a.seeds < 3 or a.datasets != "sst2,trec" or a.students != ",".join(STUDENTS)
 
 
 def throughput(run: Path, texts: list[str], repeats: int = 3) -> float:
@@ -191,15 +191,11 @@ def dataset_rows(a, dataset: str) -> list[dict]:
     return rows
 
 
-def main() -> None:
-    a = args()
-    if a.merge:
-        common.write_merged("distill_table", a.merge, extra=a.note, out=a.out)
-        return
+def table_rows(a) -> None:
+    """Train the teachers and students the options ``a`` ask for, then write the table here and
+    print its path (common.write is given ``--where``, the machine that trained the runs read back)."""
     import torch
     torch.set_num_threads(a.threads)
-    partial = a.seed or a.seeds < 3 or a.datasets != "sst2,trec" or a.students != ",".join(STUDENTS)
-    common.require_out(a, partial)
     rows = [r for d in a.datasets.split(",") for r in dataset_rows(a, d)]
     if a.teachers_only and not a.out:
         return
@@ -217,6 +213,10 @@ def main() -> None:
                  f"Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
                  f"{a.threads} threads, best of 3 passes, seed 1's run."))
     print(common.write("distill_table", rows, notes, a.out, where=a.where))
+
+
+def main() -> None:
+    common.script_main("distill_table", add_arguments, table_rows, is_slice, description=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

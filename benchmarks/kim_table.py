@@ -9,7 +9,6 @@ and kim_cnn's training throughput on SST-2 against a plain PyTorch loop over the
 """
 from __future__ import annotations
 
-import argparse
 import random
 import tempfile
 import time
@@ -27,6 +26,7 @@ PAPER = {  # Kim 2014, Table 2 (accuracy %)
 }
 DATA_NAME = {"mr": "mr", "sst1": "sst1-phrases", "sst2": "sst2-phrases", "subj": "subj", "trec": "trec"}
 DATASETS = ("mr", "sst1", "sst2", "subj", "trec")
+PARTS = "rand,static,non-static,multichannel,fasttext,throughput"
 
 
 VECTORS = {"glove": str(common.GLOVE), "transformer": "transformer"}   # --vectors: the file, or derived ones
@@ -146,12 +146,12 @@ def throughput(epochs: int = 3) -> list[dict]:
     ]
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def add_arguments(ap):
+    """This table's options (common.script_main adds --out, --merge, --note and --notes)."""
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0, help="run this one seed only (for parallel runs, then --merge)")
     ap.add_argument("--datasets", default=",".join(DATASETS))
-    ap.add_argument("--parts", default="rand,static,non-static,multichannel,fasttext,throughput")
+    ap.add_argument("--parts", default=PARTS)
     ap.add_argument("--epochs", type=int, default=25)
     ap.add_argument("--patience", type=int, default=5)
     ap.add_argument("--accelerator", default="auto")
@@ -163,12 +163,16 @@ def main():
                          "derived from the packaged all-MiniLM-L6-v2 (rows labelled 'MiniLM vectors')")
     ap.add_argument("--pca-dim", type=int, default=0,
                     help="keep this many principal components of the vectors (rows labelled 'PCA N')")
-    ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*", help="combine partial result files into kim_table.json")
     ap.add_argument("--note", default="", help="with --merge: a sentence added after the slices' provenance")
-    a = ap.parse_args()
-    common.require_out(a, a.seed or a.datasets != ",".join(DATASETS) or a.parts != ap.get_default("parts")
-                       or a.vectors != "glove" or a.pca_dim)
+
+
+def is_slice(a):
+    return a.seed or a.datasets != ",".join(DATASETS) or a.parts != PARTS or a.vectors != "glove" or a.pca_dim
+
+
+def table_rows(a) -> tuple[list[dict], str]:
+    """The rows of the parts asked for, and their notes."""
     seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
     notes = ("CNN-static, -non-static and -multichannel use the 50-d GloVe 6B subset in ../shared/data (the paper: 300-d word2vec), OOV words "
              "uniform(-0.25, 0.25). SST-1/SST-2 train on every distinct labelled phrase of the SST train trees "
@@ -194,10 +198,6 @@ def main():
     if a.pca_dim:
         notes += (f" Rows labelled 'PCA {a.pca_dim}' (--pca-dim): the vectors reduced to their first {a.pca_dim} "
                   "principal components over the run's vocabulary before training.")
-    if a.merge:
-        # the slices' own notes (each says the epochs and patience it ran with), not this command's
-        common.write_merged("kim_table", a.merge, None, extra=a.note, out=a.out)
-        return
     parts = a.parts.split(",")
     rows = []
 
@@ -228,7 +228,12 @@ def main():
                          else "10-fold CV", "metric": "accuracy", **common.stats(accs), "seeds": seeds, "seconds": round(float(np.mean(secs)), 1)})
     if "throughput" in parts and not a.seed:      # its 3 runs per loop belong in one slice, not in each
         rows += throughput()
-    common.write("kim_table", rows, notes, a.out)
+    return rows, notes
+
+
+def main():
+    # a --merge keeps the slices' own notes (each says the epochs and patience it ran with), not this command's
+    common.script_main("kim_table", add_arguments, table_rows, is_slice)
 
 
 if __name__ == "__main__":

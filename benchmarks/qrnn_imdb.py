@@ -15,7 +15,6 @@ GloVe subset (fine-tuned) instead of random 300-d embeddings, ``--vectors minilm
 packaged MiniLM's word vectors (``--embeddings transformer --pca-dim 300``)."""
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 import common  # noqa: E402
 
 MODELS = ("qrnn", "lstm")
+PARTS = "speed,accuracy"
 PAPER = {"qrnn": {"accuracy": 91.4, "seconds_per_epoch": 150}, "lstm": {"accuracy": 90.9, "seconds_per_epoch": 480}}
 SIZE = {"layers": 4, "hidden": 256, "dense": True, "embed_dim": 300, "max_length": 400}
 
@@ -82,9 +82,9 @@ def accuracy_rows(models: list[str], seeds: list[int], epochs: int, device: str,
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--parts", default="speed,accuracy")
+def add_arguments(ap):
+    """This table's options (common.script_main adds --out, --merge, --note and --notes)."""
+    ap.add_argument("--parts", default=PARTS)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0, help="run this one seed only (for parallel runs, then --merge)")
     ap.add_argument("--models", default=",".join(MODELS))
@@ -96,16 +96,18 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40, help="timed training steps per model")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--out", default=None)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--merge", nargs="*", help="pool result files of slices into one")
-    a = ap.parse_args()
-    if a.merge:
-        common.write_merged("qrnn_imdb", a.merge, out=a.out)
-        return
+
+
+def is_slice(a):
+    return a.quick or a.seed or a.parts != PARTS or a.models != ",".join(MODELS)
+
+
+def table_rows(a) -> None:
+    """Measure the parts the options ``a`` ask for and write the table, printing its markdown."""
     if a.quick:
         a.seeds, a.epochs, a.steps, a.warmup = 1, 1, 3, 1
-    common.require_out(a, a.quick or a.seed or a.parts != ap.get_default("parts") or a.models != ",".join(MODELS))
     rows = []
     if "speed" in a.parts:
         rows += speed_rows(a.steps, a.warmup, a.device)
@@ -119,7 +121,12 @@ def main() -> None:
              f"best dev epoch's weights tested. Seconds of an accuracy row: training time per seed, dev passes "
              f"included. Paper columns: the lecture slide's figures (a GPU); ours on {a.device}."
              + common.quick_note(a.quick))
+    notes = f"{notes} {a.note}".rstrip()
     print(common.write("qrnn_imdb", rows, notes, a.out).with_suffix(".md").read_text())
+
+
+def main() -> None:
+    common.script_main("qrnn_imdb", add_arguments, table_rows, is_slice, description=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":
