@@ -107,6 +107,10 @@ def fasttext_autotune(train, dev, test, seconds: float, folder: Path) -> tuple[f
 
 
 # ------------------------------------------------------------------ one cell
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def run_auto(dataset: str, budget: str, a, folder: Path, data: list[str]) -> tuple[dict, dict, float]:
     out = folder / f"auto-{budget}"
     command = [sys.executable, "-m", "adaptext.cli", "auto", *data, "--time", budget, "--min-speed", a.min_speed,
@@ -145,9 +149,14 @@ def cell(dataset: str, budget: str, a, root: Path) -> tuple[list[dict], str]:
     train, dev, test = splits(dataset)
     result, state, wall = run_auto(dataset, budget, a, folder, auto_data(dataset, train, dev, test, folder))
     baselines = sum(c["train_s"] or 0 for c in state["candidates"] if c["status"] == "done" and c["role"] in BASELINES)
+    say(f"{dataset} {budget}: auto chose {result['winner']} in {wall:.0f} s; TF-IDF + logistic regression next")
     acc, c_best, lr_s = tfidf_lr(train, dev, test)
+    say(f"{dataset} {budget}: TF-IDF + logistic regression {acc:.2f} in {lr_s:.0f} s; fastText autotune for "
+        f"{baselines:.0f} s next")
     peers = {"tf-idf + logistic regression": (acc, lr_s),
              "fastText autotune": fasttext_autotune(train, dev, test, baselines, folder)}
+    say(f"{dataset} {budget}: fastText autotune {peers['fastText autotune'][0]:.2f} in "
+        f"{peers['fastText autotune'][1]:.0f} s")
     rows = cell_rows(dataset, budget, state, peers)
     ratio = f"{result['ratio_to_teacher']}x the teacher" if result.get("ratio_to_teacher") else "no teacher trained"
     note = (f"{dataset} {budget}: winner {result['winner']} ({ratio}, floor met: {result['floor_met']}), auto's wall time {wall:.0f} s of {state['budget_s']:.0f} s; logistic "
