@@ -83,6 +83,10 @@ class OptimisationOptions:
     lr: float = opt(1e-3, "learning rate", above=0)
     batch_size: int = opt(50, "examples per batch", lowest=1)
     epochs: int = opt(10, "at most this many epochs", lowest=1, resume=True)
+    lr_schedule: str = opt("constant", "the learning rate over training: constant, or linear decay to 0 at the last "
+                                       "step of --epochs (or --max-steps)", choices=("constant", "linear"))
+    warmup: float = opt(0.0, "share of the planned steps over which the learning rate rises from 0", lowest=0,
+                        below=1)
     weight_decay: float = opt(0.0, "L2 penalty", lowest=0)
     grad_clip: float = opt(0.0, "clip gradients to this norm (0: no clipping)", lowest=0)
     patience: int = opt(5, "stop after this many epochs without a better dev score", lowest=0)

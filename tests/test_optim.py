@@ -105,3 +105,22 @@ def test_the_optimizer_choices_are_the_optimisers_that_can_be_built():
         before = model.embed.weight.detach().clone()
         train(model, opt, 2)
         assert not torch.equal(model.embed.weight, before), name
+
+
+def test_the_linear_schedule_warms_up_then_decays_to_zero():
+    from adaptext.optim.schedules import lr_factor
+    f = lr_factor("linear", 0.1, 100)
+    assert [round(f(s), 2) for s in (0, 4, 9, 10, 55, 99, 100)] == [0.1, 0.5, 1.0, 1.0, 0.5, 0.01, 0.0]
+    assert [lr_factor("constant", 0.0, 100)(s) for s in (0, 50, 99)] == [1.0, 1.0, 1.0]
+
+
+def test_a_run_with_the_linear_schedule_ends_its_planned_steps_at_lr_zero(tmp_path):
+    from adaptext.cli import main
+    out = tmp_path / "run"
+    assert main(["train", "--filters", "4", "--embed-dim", "8", "--max-steps", "12", "--lr-schedule", "linear",
+                 "--warmup", "0.25", "--keep-checkpoints", "--threads", "1", "--no-progress", "--out", str(out)]) == 0
+    from adaptext.training.checkpoint import load_tree
+    state = load_tree(out / "checkpoints" / "last.ckpt")
+    assert state["lr_schedulers"][0]["last_epoch"] == 12
+    assert [g["lr"] for g in state["optimizer_states"][0]["param_groups"]] == [0.0] * len(
+        state["optimizer_states"][0]["param_groups"])

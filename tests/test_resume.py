@@ -16,7 +16,7 @@ from adaptext.training.checkpoint import load_tree
 
 EVERY = 15
 ARGS = ["--epochs", "3", "--checkpoint-every", str(EVERY), "--no-progress", "--seed", "3", "--filters", "20",
-        "--embed-dim", "40", "--max-length", "30"]
+        "--embed-dim", "40", "--max-length", "30", "--lr-schedule", "linear", "--warmup", "0.1"]  # a schedule too
 
 
 def adaptext(*args, **kw):

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from ..errors import UsageError
 from ..optim import OPTIMIZERS
+from ..optim.schedules import lr_factor
 from ..runs import metrics as M
 from ..runs.files import write_csv
 from ..runs.pipeline import logits_of, probabilities
@@ -180,7 +181,12 @@ class ClassifierModule(L.LightningModule):
     # ------------------------------------------------------------------ optimiser
     def configure_optimizers(self):
         c = self.cfg
-        return OPTIMIZERS[c.optimizer](self.model, lr=c.lr, weight_decay=c.weight_decay)
+        optimizer = OPTIMIZERS[c.optimizer](self.model, lr=c.lr, weight_decay=c.weight_decay)
+        if c.lr_schedule == "constant" and not c.warmup:
+            return optimizer
+        steps = c.max_steps or c.epochs * len(self.train_loader)
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor(c.lr_schedule, c.warmup, steps))
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # ------------------------------------------------------------------ resume
     def on_save_checkpoint(self, checkpoint: dict) -> None:

@@ -21,13 +21,14 @@ from ..runs.rundir import RunDir, RunState
 from ..runs.spec import write_config
 from ..runs.splits import DEMO, load_data, parsed_for
 from .cv import cross_validate
-from .distill import (DISTILLED, augment_seed, logits_data_options, teacher_data_options, teacher_logits, transfer_set,
-                      unlabeled_texts, write_logits_file)
+from .distill import (DISTILLED, augment_seed, logits_data_options, teacher_data_options, teacher_logits,
+                      transfer_set, unlabeled_texts, write_logits_file)
 from .engine import is_rank_zero
 from .fit import fit_one
 
 IN_MEMORY = "in-memory"     # the data a run given examples (not files) names in its config
-TRANSFER_KEYS = ("augment", "augment_seed", "spans", "unlabeled", "tagger")     # with the data, what makes a transfer set
+# with the data, what makes a transfer set
+TRANSFER_KEYS = ("augment", "augment_seed", "spans", "unlabeled", "tagger")
 
 
 def default_out(cfg) -> Path:
