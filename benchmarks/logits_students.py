@@ -25,6 +25,10 @@ STUDENTS = {
     "bilstm-128": ({**BILSTM, "hidden": 128}, "one-layer BiLSTM (128 a direction)"),
     "bilstm-64-8ep": ({**BILSTM, "hidden": 64, "epochs": 8}, "one-layer BiLSTM (64 a direction), 8 epochs"),
     "bilstm-2x64": ({**BILSTM, "hidden": 64, "layers": 2}, "two-layer BiLSTM (64 a direction)"),
+    "bilstm-64-linear": ({**BILSTM, "hidden": 64, "lr_schedule": "linear"},
+                         "one-layer BiLSTM (64 a direction), learning rate decayed linearly to 0"),
+    "bilstm-128-linear": ({**BILSTM, "hidden": 128, "lr_schedule": "linear"},
+                          "one-layer BiLSTM (128 a direction), learning rate decayed linearly to 0"),
 }
 
 
