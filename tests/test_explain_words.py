@@ -13,6 +13,7 @@ from adaptext.data.readers import read_trec_raw
 from adaptext.explain.highlight import explanation_html
 from adaptext.explain.words import integrated_gradients, per_example
 from adaptext.registry import get_entry, list_models
+from adaptext.runs.pipeline import logits_of
 from adaptext.training.run import train_run
 
 from conftest import BUNDLED_TREC, collate_for, registered_case
@@ -38,6 +39,9 @@ def test_attributions_reach_every_token_and_sum_to_the_logit_difference(name, ki
     model, items, num_classes = registered_case(name, kind)
     batch = collate_for(items, num_classes, model)
     r = integrated_gradients(model, batch)                    # steps doubled until complete within 1%
+    with torch.no_grad():                                     # the logit explained is the model's own
+        own = logits_of(model(batch)).gather(1, torch.as_tensor(r["target"])[:, None])[:, 0].numpy()
+    assert np.allclose(r["logit"], own, atol=1e-4), (r["logit"], own)
     diff = r["logit"] - r["baseline_logit"]
     for b, item in enumerate(items):
         segments = per_example(r, b)

@@ -11,7 +11,10 @@ Every model turns word ids into vectors through one module (``TextClassifier.wor
 While explaining, each real token of the batch (texts, pairs, contexts, tree leaves) gets an id
 of its own past that module's rows, and the module answers those ids with rows of the tensor
 Captum differentiates. So a position's gradient reaches it through whatever slicing, joining or
-gathering the model does with its ids, and no model needs code of its own for this.
+gathering the model does with its ids, and no model needs code of its own for this. A model
+that reads the ids for more than the lookup reads the words' own ids through the module's
+``source_ids``: fastText's hashed bigram vectors are the text's own along the whole path, so they
+belong to the baseline and the words share only what their own vectors add.
 """
 from __future__ import annotations
 
@@ -86,16 +89,23 @@ _REPLACING = threading.Lock()
 
 
 @contextmanager
-def _looked_up(module: torch.nn.Module, rows: int, vectors: dict):
+def _looked_up(module: torch.nn.Module, rows: int, vectors: dict, ids: torch.Tensor):
     """While inside, ``module`` answers an id ``rows + p`` with ``vectors["now"][p]`` (the other
-    ids as before)."""
+    ids as before), and its ``source_ids`` (where it has one) gives back ``ids[p]``, the word's
+    own id."""
     with _REPLACING:
         plain = module.forward
         module.forward = _lookup_with(plain, rows, vectors)
+        sourced = hasattr(module, "source_ids")
+        if sourced:
+            module.source_ids = lambda coded: torch.where(coded >= rows, ids[(coded - rows).clamp(0, len(ids) - 1)],
+                                                          coded)
         try:
             yield
         finally:
             del module.forward
+            if sourced:
+                del module.source_ids
 
 
 def _lookup_with(plain, rows: int, vectors: dict):
@@ -109,10 +119,16 @@ def _lookup_with(plain, rows: int, vectors: dict):
     return forward
 
 
+def token_ids(model, batch, fields) -> torch.Tensor:
+    """[P] the lookup's ids of the batch's P real tokens, in field order."""
+    _, _, to_rows = model.word_vectors()
+    return to_rows(torch.cat([_ids_of(batch, f.name)[f.mask] for f in fields]))
+
+
 def word_vectors_of(model, batch, fields) -> torch.Tensor:
     """[P, D] the vectors the model gives the batch's P real tokens, in field order."""
-    module, _, to_rows = model.word_vectors()
-    return module(to_rows(torch.cat([_ids_of(batch, f.name)[f.mask] for f in fields]))).detach()
+    module, _, _ = model.word_vectors()
+    return module(token_ids(model, batch, fields)).detach()
 
 
 def _targets(model, batch, target) -> tuple[torch.Tensor, torch.Tensor]:
@@ -159,7 +175,7 @@ def integrated_gradients(model, batch, target=None, steps: int = 50, tolerance: 
         state["now"] = vectors
         return logits_of(model(coded)).gather(1, target[:, None])[:, 0].detach()
 
-    with _looked_up(module, rows, state):
+    with _looked_up(module, rows, state, token_ids(model, batch, fields)):
         end, start = logit_at(x), logit_at(torch.zeros_like(x))
         ig = IntegratedGradients(forward)
         while True:

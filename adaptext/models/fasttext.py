@@ -55,7 +55,8 @@ class FastText(TextClassifier):
         count = m.sum(1)
         if self.bigram is not None and ids.shape[1] > 1:
             pair = (mask[:, :-1] & mask[:, 1:])[..., None].to(torch.float32)   # both words real
-            buckets = (ids[:, :-1] * PRIME + ids[:, 1:]) % self.config.buckets  # [B, T-1]
+            words = self.embedding.source_ids(ids)            # an explanation's ids stand for positions
+            buckets = (words[:, :-1] * PRIME + words[:, 1:]) % self.config.buckets  # [B, T-1]
             total = total + (self.bigram(buckets) * pair).sum(1)
             count = count + pair.sum(1)
         return self.head(self.dropout(total / count.clamp_min(1.0)))       # Eq. 1: f(B A x)

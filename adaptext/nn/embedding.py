@@ -61,6 +61,12 @@ class WordEmbedding(nn.Module):
     def out_dim(self) -> int:
         return self.dim * (2 if self.static is not None else 1)
 
+    def source_ids(self, ids: torch.Tensor) -> torch.Tensor:
+        """The vocabulary ids behind ``ids``: themselves, except while word attributions are
+        computed, when each token's id stands for its position (``adaptext.explain.words``). A
+        model that reads ids for more than this lookup (fastText's hashed bigrams) reads them here."""
+        return ids
+
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.embed(ids)
         if self.static is not None:
