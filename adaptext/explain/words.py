@@ -98,8 +98,9 @@ def _looked_up(module: torch.nn.Module, rows: int, vectors: dict, ids: torch.Ten
         module.forward = _lookup_with(plain, rows, vectors)
         sourced = hasattr(module, "source_ids")
         if sourced:
-            module.source_ids = lambda coded: torch.where(coded >= rows, ids[(coded - rows).clamp(0, len(ids) - 1)],
-                                                          coded)
+            # an instance attribute over the method; deleted on the way out
+            setattr(module, "source_ids", lambda coded: torch.where(
+                coded >= rows, ids[(coded - rows).clamp(0, len(ids) - 1)], coded))
         try:
             yield
         finally:
