@@ -41,6 +41,7 @@ def args():
     ap.add_argument("--threads", type=int, default=1, help="torch threads of each student's training")
     ap.add_argument("--keep", type=Path, default=Path.home() / ".cache" / "adaptext" / "runs" / "logits_students")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--note", default="", help="a sentence added to the notes (what the transfer set's files are)")
     return ap.parse_args()
 
 
@@ -72,6 +73,21 @@ def rows_of(results: dict, a, speeds: dict) -> list[dict]:
     return rows
 
 
+def transfer_of(path) -> str:
+    """What a logits file's transfer set holds, in words, from its metadata."""
+    from adaptext.training.distill import logits_file_meta
+    meta = logits_file_meta(path)
+    options = json.loads(meta["data_options"])
+    parts = [f"the teacher's logits over {int(meta['count']):,} texts: the training texts of {options.get('data')}"]
+    if options.get("augment"):
+        parts.append(f"{options['augment']} augmented copies of each (seed {options.get('augment_seed')})")
+    if options.get("spans"):
+        parts.append(f"up to {options['spans']} distinct word spans of each")
+    if options.get("unlabeled"):
+        parts.append(f"the lines of {Path(options['unlabeled']).name}")
+    return ", ".join(parts)
+
+
 def throughput(a, names: list[str], seed: int) -> dict:
     from adaptext.auto.speed import measure_runs
     from adaptext.data.datasets import load_named
@@ -84,12 +100,11 @@ def main() -> None:
     a = args()
     names, seeds = a.students.split(","), [int(s) for s in a.seeds.split(",")]
     results: dict = {n: [] for n in names}
-    notes = (f"Students distilled from `{Path(a.logits).name}` (adaptext logits: the teacher's logits over the "
-             f"SST-2 training sentences and the 156,658 distinct phrases of the SST training trees), MSE on the "
-             f"logits only (alpha 0), batch 64, random word vectors, each at {a.threads} torch thread; test "
+    notes = (f"Students distilled from `{Path(a.logits).name}` (adaptext logits: {transfer_of(a.logits)}), MSE "
+             f"on the logits only (alpha 0), batch 64, random word vectors, each at {a.threads} torch thread; test "
              f"accuracy over seeds {a.seeds}. Throughput: adaptext.auto.speed (every model and the teacher "
              f"loaded in one process, the first 1,000 test sentences, batch 64, one torch thread, CPU time, "
-             f"five rounds interleaved, the median), seed {seeds[0]}'s runs.")
+             f"five rounds interleaved, the median), seed {seeds[0]}'s runs. {a.note}").rstrip()
     for seed in seeds:
         for name in names:
             results[name].append(student(name, seed, a))
