@@ -67,12 +67,26 @@ def test_a_large_budget_plans_the_teacher_and_its_students_with_their_epochs():
     assert by["transformer"].options == {**P.TEACHER}
     richest = P.RECIPES[-1]
     assert by["bilstm-distilled"].options == {**P.BILSTM, "alpha": 0.0, "augment": richest.copies,
-                                              "epochs": richest.epochs}
+                                              "epochs": richest.epochs, **({"spans": richest.spans} if richest.spans
+                                                                          else {})}
     assert by["bilstm-wide-distilled"].options["hidden"] == P.WIDE_HIDDEN
     assert [by[f"transformer-seed{k}"].seed_offset for k in (2, 3)] == [1, 2]
     assert by["kim_cnn-vectors"].options["embeddings"] == "transformer"
     assert by["transformer"].estimate_s > by["kim_cnn"].estimate_s > by["bov"].estimate_s > 0
     assert not any(c.notes for c in found)                           # nothing capped
+
+
+SST2 = P.DataSummary(train=6920, dev=872, test=1821, mean_length=19.29985549132948, classes=2)   # as auto reads it
+
+
+@pytest.mark.parametrize("summary", [TREC, SST2, P.DataSummary(train=8636, dev=960, test=1066, mean_length=21.0)],
+                         ids=["trec-demo", "sst2", "mr-fold"])
+def test_no_plan_spends_more_than_its_budget(summary):
+    for minutes in (10, 20, 30, 45, 60, 120, 180):
+        found = P.make_plan(summary, minutes * 60, encoder=True, threads=2)
+        spent = sum(c.estimate_s for c in found if not c.skip)
+        assert spent <= minutes * 60 - P.START_S - P.FINISH_S + 1, (minutes, [(c.name, c.work, c.estimate_s)
+                                                                               for c in found if not c.skip])
 
 
 def test_a_tight_budget_caps_epochs_and_no_encoder_skips_what_needs_it():
@@ -321,9 +335,12 @@ def test_three_hours_plan_more_for_the_students_than_one_hour(capsys, tmp_path):
     hour, hour_total = plan_minutes(capsys, "1h", tmp_path / "a")
     three, three_total = plan_minutes(capsys, "3h", tmp_path / "b")
     assert three_total > hour_total * 1.5
-    copies = {name: int(three[name][3]) for name in ("bilstm-distilled", "kim_cnn-distilled")}
-    assert all(copies[n] > int(hour[n][3]) for n in copies) or len([r for r in three.values() if "pending" in r]) > \
-        len([r for r in hour.values() if "pending" in r])
+
+    def copies(rows, name):                                  # "20+s10": 20 copies, 10 spans of each text
+        return int(re.match(r"\d+", rows[name][3]).group())
+    students = ("bilstm-distilled", "kim_cnn-distilled")
+    assert all(copies(three, n) > copies(hour, n) for n in students) or \
+        len([r for r in three.values() if "pending" in r]) > len([r for r in hour.values() if "pending" in r])
     assert "pending" in three["transformer-seed2"] and "pending" in three["bilstm-wide-distilled"]
 
 
