@@ -67,8 +67,7 @@ def test_a_large_budget_plans_the_teacher_and_its_students_with_their_epochs():
     assert by["transformer"].options == {**P.TEACHER}
     richest = P.RECIPES[-1]
     assert by["bilstm-distilled"].options == {**P.BILSTM, "alpha": 0.0, "augment": richest.copies,
-                                              "epochs": richest.epochs, **({"spans": richest.spans} if richest.spans
-                                                                          else {})}
+                                              "epochs": richest.epochs}
     assert by["bilstm-wide-distilled"].options["hidden"] == P.WIDE_HIDDEN
     assert [by[f"transformer-seed{k}"].seed_offset for k in (2, 3)] == [1, 2]
     assert by["kim_cnn-vectors"].options["embeddings"] == "transformer"
@@ -90,7 +89,7 @@ def test_no_plan_spends_more_than_its_budget(summary):
 
 
 def test_a_tight_budget_caps_epochs_and_no_encoder_skips_what_needs_it():
-    budget = 16 * 60
+    budget = 12 * 60
     found = P.make_plan(TREC, budget, encoder=True)
     assert "transformer" in planned(found)
     assert any("planned, to fit the budget" in n for c in found for n in c.notes)
@@ -336,7 +335,7 @@ def test_three_hours_plan_more_for_the_students_than_one_hour(capsys, tmp_path):
     three, three_total = plan_minutes(capsys, "3h", tmp_path / "b")
     assert three_total > hour_total * 1.5
 
-    def copies(rows, name):                                  # "20+s10": 20 copies, 10 spans of each text
+    def copies(rows, name):                                  # "20+u": 20 copies, and the unlabelled texts
         return int(re.match(r"\d+", rows[name][3]).group())
     students = ("bilstm-distilled", "kim_cnn-distilled")
     assert all(copies(three, n) > copies(hour, n) for n in students) or \

@@ -48,9 +48,6 @@ ENCODER_S_PER_KTOKEN = 0.78
 VECTORS_S_PER_KTOKEN = 1.0
 AUGMENT_S_PER_KTOKEN = 0.005        # POS tags and rewrites: 1.8 s for 10 copies of 40,688 tokens
 COPY_LENGTH = 0.84                  # an augmented copy's tokens over its text's (n-gram cuts), measured
-# spans (distill.spans, 20 drawn per text): 65-90% are distinct (short texts repeat more: TREC 65%,
-# MR 85%, SUBJ 90%, SST-2 82%), each 0.53-0.58 of its text's words; measured 2026-11-29
-SPAN_KEPT, SPAN_LENGTH = 0.8, 0.55
 # What a run costs besides its epochs: reading and encoding the data, building the model,
 # evaluating dev and test, writing the run (1-2 s on the 4,000 questions), and loading the
 # pretrained encoder (about 5 s) for the transformer and the derived vectors.
@@ -81,21 +78,22 @@ WIDE_SLOWDOWN = 1.65
 class Recipe:
     """What the students are given: augmented ``copies`` of each text, the BiLSTM students'
     ``epochs``, the ``teachers`` whose logits they average (seeds of the teacher), the file of
-    unlabelled texts, a wider BiLSTM student beside the narrow one, and ``spans`` word spans of
-    each text (the phrases a treebank would give it)."""
+    unlabelled texts, and a wider BiLSTM student beside the narrow one."""
     copies: int = 10
     epochs: int = 5
     teachers: int = 1
     unlabeled: bool = False
     wide: bool = False
-    spans: int = 0
 
 
-# From the poorest to the richest; the plan takes the richest whose every candidate fits whole.
-# On a few thousand product-review sentences 20 copies and 8 epochs gave the BiLSTM 1.0 point
-# over 10 and 5; more copies, teachers and width are what the budget buys after that.
-RECIPES = (Recipe(), Recipe(unlabeled=True), Recipe(20, 8, unlabeled=True), Recipe(20, 8, 2, True),
-           Recipe(20, 8, 3, True), Recipe(20, 8, 3, True, True), Recipe(40, 10, 3, True, True))
+# From the poorest to the richest; the plan takes the richest whose every candidate fits whole
+# (none: the poorest, its epochs cut). The two poorest keep a short budget on a larger set from
+# cutting the student below an epoch (SST-2 at 30 minutes planned 0.37 of an epoch over 10
+# copies: the teacher's logits over them took half the students' time). On a few thousand
+# product-review sentences 20 copies and 8 epochs gave the BiLSTM 1.0 point over 10 and 5; more
+# copies, teachers and width are what the budget buys after that.
+RECIPES = (Recipe(2), Recipe(5), Recipe(), Recipe(unlabeled=True), Recipe(20, 8, unlabeled=True),
+           Recipe(20, 8, 2, True), Recipe(20, 8, 3, True), Recipe(20, 8, 3, True, True), Recipe(40, 10, 3, True, True))
 
 
 @dataclass
@@ -213,8 +211,6 @@ def students(text: bool, recipe: Recipe, unlabeled: str | None) -> list[Candidat
     """The students of ``recipe``, each taught by the transformer (and its ensemble's seeds)."""
     # train options: the numbers of the distillation, and the path of the unlabelled texts
     distill: dict[str, float | str] = {"alpha": DISTILL["alpha"], "augment": recipe.copies}
-    if recipe.spans:
-        distill["spans"] = recipe.spans
     if recipe.unlabeled and unlabeled:
         distill["unlabeled"] = unlabeled
     found = [Candidate("bilstm-distilled", {**BILSTM, **distill, "epochs": recipe.epochs}),
@@ -266,9 +262,7 @@ def cost_candidate(c: Candidate, s: DataSummary, threads: int, calibration: dict
     of the teacher logits a student needs (paid by the first student of a teacher: the others
     reuse them from the cache)."""
     model, opts, speedup = c.options["model"], c.options, threads_speedup(threads)
-    spans = opts.get("spans", 0) * SPAN_KEPT
-    transfer = s.ktokens * (1 + opts.get("augment", 0) * COPY_LENGTH + spans * SPAN_LENGTH) if c.teacher \
-        else s.ktokens
+    transfer = s.ktokens * (1 + opts.get("augment", 0) * COPY_LENGTH) if c.teacher else s.ktokens
     if opts.get("unlabeled"):
         transfer += s.unlabeled_ktokens
     c.key = "kim_cnn-vectors" if opts.get("embeddings") else model
@@ -283,7 +277,7 @@ def cost_candidate(c: Candidate, s: DataSummary, threads: int, calibration: dict
         c.fixed_s += VECTORS_S_PER_KTOKEN * s.ktokens / speedup
     if c.teacher:
         c.fixed_s += AUGMENT_S_PER_KTOKEN * s.ktokens * opts.get("augment", 0)
-    examples = s.train * (1 + opts.get("augment", 0) + spans) + (s.unlabeled if opts.get("unlabeled") else 0) \
+    examples = s.train * (1 + opts.get("augment", 0)) + (s.unlabeled if opts.get("unlabeled") else 0) \
         if c.teacher else s.train
     batch = opts.get("batch_size") or get_entry(model).train_defaults.get("batch_size", 50)
     c.steps_per_epoch = max(1, math.ceil(examples / batch))
@@ -403,4 +397,4 @@ def allocate(found: list[Candidate], seconds: float, logits: dict) -> None:
 
 def _work(c: Candidate) -> str:
     steps = c.options.get("max_steps")
-    return f"{steps} steps ({c.work:.2f} epoch)" if steps else f"{c.work:g} epochs"
+    return f"{steps} steps ({c.work:.2f} epoch)" if steps else f"{c.work:g} epoch{'s' if c.work != 1 else ''}"
