@@ -34,7 +34,9 @@ STUDENTS = {
 
 def args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--logits", required=True, help="a file of teacher logits (adaptext logits)")
+    ap.add_argument("--logits", help="a file of teacher logits (adaptext logits)")
+    ap.add_argument("--merge", nargs="*", help="pool result files of this script (other files, students or seeds) "
+                                               "into --out instead")
     ap.add_argument("--teacher", help="the teacher run, for the throughput baseline (else no speed rows)")
     ap.add_argument("--students", default="bilstm-64")
     ap.add_argument("--seeds", default="1,2,3")
@@ -63,7 +65,7 @@ def rows_of(results: dict, a, speeds: dict) -> list[dict]:
     rows = []
     for name, metrics in results.items():
         accs = [m["test"]["accuracy"] for m in metrics]
-        rows.append({"model": STUDENTS[name][0]["model"], "variant": f"distilled from the file, {STUDENTS[name][1]}",
+        rows.append({"model": STUDENTS[name][0]["model"], "variant": f"from {Path(a.logits).stem}, {STUDENTS[name][1]}",
                      "dataset": Path(str(data)).stem, "split": "test", "metric": "accuracy", **common.stats(accs)})
     for name, value in speeds.items():
         model = "transformer" if name == "teacher" else STUDENTS[name][0]["model"]
@@ -98,6 +100,11 @@ def throughput(a, names: list[str], seed: int) -> dict:
 
 def main() -> None:
     a = args()
+    if a.merge:
+        common.write_merged("logits_students", a.merge, None, extra=a.note, out=a.out)
+        return
+    if not a.logits:
+        raise SystemExit("logits_students: --logits FILE (or --merge FILES) is needed")
     names, seeds = a.students.split(","), [int(s) for s in a.seeds.split(",")]
     results: dict = {n: [] for n in names}
     notes = (f"Students distilled from `{Path(a.logits).name}` (adaptext logits: {transfer_of(a.logits)}), MSE "
