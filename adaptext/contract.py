@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from .data.readers import FORMATS, ReadOptions
 from .optim import OPTIMIZERS
+from .optim.schedules import SCHEDULES
 
 
 def opt(default: Any, help: str, *, choices: Iterable[str] | None = None, lowest: float | None = None,
@@ -84,7 +85,7 @@ class OptimisationOptions:
     batch_size: int = opt(50, "examples per batch", lowest=1)
     epochs: int = opt(10, "at most this many epochs", lowest=1, resume=True)
     lr_schedule: str = opt("constant", "the learning rate over training: constant, or linear decay to 0 at the last "
-                                       "step of --epochs (or --max-steps)", choices=("constant", "linear"))
+                                       "step of --epochs (or --max-steps)", choices=SCHEDULES)
     warmup: float = opt(0.0, "share of the planned steps over which the learning rate rises from 0", lowest=0,
                         below=1)
     weight_decay: float = opt(0.0, "L2 penalty", lowest=0)

@@ -7,8 +7,8 @@ word (with probability 0.1 a word becomes <unk>, the masking rule: the student's
 pretrained teacher's mask token; else with probability 0.1 a
 word of the same part of speech seen in the training texts; then with probability 0.25 the
 copy is cut to an n-gram of 1 to 5 words); ``spans`` contiguous word spans of each text, of
-random length, the phrases a treebank would give each sentence (on SST-2 the student learns the
-most from the teacher's logits over the trees' phrases); and the lines of an ``unlabeled`` file, whose words
+random length (on SST-2 they teach the student what the treebank's phrases do); and the lines of
+an ``unlabeled`` file, whose words
 the student's vocabulary counts with the training texts' (it learns them from these logits). The
 teacher's logits are computed once, in chunks cached on disk, each keyed by the teacher's weights
 and its own texts: a killed run resumes from the last chunk, and reruns, other students and a
@@ -45,7 +45,7 @@ DISTILLED = (ExampleKind.TEXT, ExampleKind.PAIR)     # the kinds a teacher's log
 
 # ----------------------------------------------------------------------- transfer set
 def transfer_set(cfg: RunConfig, train: list, unlabeled: list, log=print) -> list:
-    """The training examples, then the augmented copies and the unlabelled texts (label None)."""
+    """The training examples, then the augmented copies, the spans and the unlabelled texts (label None)."""
     out = list(train)
     if cfg.augment:
         out += augmented(train, cfg.augment, augment_seed(cfg), cfg.tagger)
@@ -76,9 +76,7 @@ def augmented(examples: list, copies: int, seed: int, tagger_name: str = "nltk")
     out = []
     for ex, ts, gs in zip(examples, tokens, tags):
         for _ in range(copies):
-            text = " ".join(rewrite(ts, gs, pools, rng)) or ex.text
-            out.append(replace(ex, text=text, label=None) if ex.kind in DISTILLED else
-                       TextExample(text, None, ex.where))
+            out.append(unlabelled(ex, " ".join(rewrite(ts, gs, pools, rng)) or ex.text))
     return out
 
 
@@ -97,9 +95,13 @@ def spans(examples: list, count: int, seed: int) -> list:
             text = " ".join(tokens[start:start + n])
             if text not in seen:
                 seen.add(text)
-                out.append(replace(ex, text=text, label=None) if ex.kind in DISTILLED else
-                           TextExample(text, None, ex.where))
+                out.append(unlabelled(ex, text))
     return out
+
+
+def unlabelled(ex, text: str):
+    """``ex`` with ``text`` in place of its (first) text and no label; a tree example as a plain text."""
+    return replace(ex, text=text, label=None) if ex.kind in DISTILLED else TextExample(text, None, ex.where)
 
 
 def rewrite(tokens: list[str], tags: list[str], pools: dict, rng: random.Random) -> list[str]:
@@ -258,7 +260,7 @@ def read_logits_file(path, transfer: list, student_labels: list[str]) -> np.ndar
     if meta["texts_sha256"] != transfer_hash(transfer):
         raise DataError(path, None, f"logits of another transfer set ({meta['count']} texts) than this run's "
                                     f"({len(transfer)} texts, or other texts): make them with the same data, "
-                                    f"--augment, --augment-seed and --unlabeled")
+                                    f"--augment, --augment-seed, --spans and --unlabeled")
     labels = json.loads(meta["labels"])
     if sorted(labels) != sorted(student_labels):
         raise DataError(path, None, f"logits over the classes {', '.join(labels)}, not the training data's "
