@@ -33,7 +33,7 @@ def derive(data: str, max_vocab: int, pca_dim: int, encoder: str, model: str = "
     train = load_data(cfg, log=lambda *_: None).train
     tokenizer = make_tokenizer(cfg)
     vocab = tokenizer.vocabulary(token_lists(train, tokenizer), cfg.min_freq, cfg.max_vocab or None)
-    mat, _ = pretrained_vectors(cfg, vocab, lambda: token_lists(train, tokenizer), BadLines())
+    mat, _ = pretrained_vectors(cfg, tokenizer, vocab, lambda: token_lists(train, tokenizer), BadLines())
     return vocab.itos[2:], mat[2:].numpy().astype(np.float16)
 
 

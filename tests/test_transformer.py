@@ -178,6 +178,27 @@ def test_a_student_reading_word_pieces_keeps_them_in_its_run_and_loads_without_t
         adaptext.load(out)
 
 
+def test_a_run_reading_word_pieces_gets_the_encoders_own_vectors_of_them(data, tmp_path):
+    """``--embeddings transformer`` with ``--tokenizer subword``: each piece's row is the encoder's
+    input vector of that piece (not a vector derived by reading the piece as a word)."""
+    import torch
+    from safetensors.torch import load_file
+    from adaptext import pretrained
+    from adaptext.errors import UsageError
+    out = tmp_path / "pieces"
+    opts = {"model": "lstm", "layers": 1, "hidden": 8, "tokenizer": "subword", "embeddings": "transformer",
+            "embedding_mode": "static", "epochs": 1, "data": str(data / "train.txt"), "test": str(data / "test.txt"),
+            "progress": False}
+    train_run({**opts, "out": str(out)})
+    rows = next(w for k, w in load_file(str(out / "model.safetensors")).items() if k.endswith("embed.weight"))
+    table = pretrained.encoder(pretrained.DEFAULT).get_input_embeddings().weight.detach()
+    moon = pretrained.tokenizer(pretrained.DEFAULT).convert_tokens_to_ids("moon")
+    assert torch.equal(rows[moon + 2], table[moon]) and not rows[0].any()
+    assert rows.shape == (table.shape[0] + 2, table.shape[1])
+    with pytest.raises(UsageError, match="reads the word pieces of all-MiniLM-L6-v2"):
+        train_run({**opts, "embeddings": "transformer:another-encoder", "out": str(tmp_path / "other")})
+
+
 def test_distillation_loss_follows_the_teacher():
     import torch
     from adaptext.data.text import LabelMap

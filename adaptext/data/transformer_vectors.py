@@ -8,6 +8,10 @@ word is represented as the training data uses it; a vocabulary word never seen i
 (none, unless the vocabulary was given) is encoded alone. Measured on SST-2 with kim_cnn, the
 contextual average served better than the word encoded alone (see the README).
 
+A run that reads the encoder's own word pieces (``--tokenizer subword``) gets the encoder's
+input vectors of those pieces instead: every piece has one, so a word the training texts never
+held still reaches the model as the encoder knows it, not as <unk>.
+
 The vectors are cached on disk, keyed by the encoder and the vocabulary, so folds and reruns
 reuse them (``$ADAPTEXT_CACHE``, else ``~/.cache/adaptext``).
 """
@@ -20,6 +24,7 @@ from typing import TypeGuard
 import torch
 
 from ..atomic import written_atomically
+from ..errors import UsageError
 from .cache import cache_dir as kind_dir
 
 from .embeddings import Coverage
@@ -55,6 +60,21 @@ def transformer_vectors(vocab, spec: str, token_lists, log=print, device: str = 
         mat = _derive(name, vocab, token_lists, log, device)
         _save(mat, path)
     return mat, Coverage(len(vocab) - 2, len(vocab) - 2, mat.shape[1], f"{PREFIX}:{name}")
+
+
+def piece_vectors(vocab, spec: str, pieces_of: str) -> tuple[torch.Tensor, Coverage]:
+    """[len(vocab), dim]: the input vectors of the encoder whose word pieces ``vocab`` holds (ids
+    shifted by <pad> and <unk>); the padding row zero, <unk> the encoder's own unknown piece."""
+    from .. import pretrained
+    name = encoder_name(spec)
+    if pretrained.resolve(name) != pretrained.resolve(pieces_of):
+        raise UsageError(f"--embeddings {spec}: the run reads the word pieces of {pieces_of}, whose input vectors "
+                         f"are its own; give --embeddings transformer:{pieces_of}")
+    table = pretrained.encoder(name).get_input_embeddings().weight.detach()
+    mat = torch.zeros(len(vocab), table.shape[1])
+    mat[2:] = table[:len(vocab) - 2]
+    mat[1] = table[pretrained.tokenizer(name).unk_token_id]
+    return mat, Coverage(len(vocab) - 2, len(vocab) - 2, mat.shape[1], f"{PREFIX}:{name} (its word pieces)")
 
 
 def _key(resolved: str, words: list[str]) -> str:

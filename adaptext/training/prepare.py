@@ -13,8 +13,8 @@ from ..data.embeddings import Coverage, embedding_matrix, principal_components
 from ..errors import BadLines, DataError
 from ..data.examples import ExampleKind
 from ..data.store import StoredSplit
-from ..data.text import LabelMap, Vocab
-from ..data.transformer_vectors import is_transformer_spec, transformer_vectors
+from ..data.text import LabelMap, Tokenizer, Vocab
+from ..data.transformer_vectors import is_transformer_spec, piece_vectors, transformer_vectors
 from ..registry import get_entry
 from ..runs.pipeline import tag
 from ..runs.spec import RunSpec, make_tokenizer
@@ -60,7 +60,7 @@ def prepare(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: boo
     labels = checked_labels(cfg, LabelMap(found.labels, found.multilabel or multilabel))
     tag_vocab = tag_vocab_of(train) if entry.needs_tags else None
     bad = BadLines(cfg.on_bad_line)
-    vectors, coverage = pretrained_vectors(cfg, vocab, lambda: token_lists(train, tokenizer), bad, log)
+    vectors, coverage = pretrained_vectors(cfg, tokenizer, vocab, lambda: token_lists(train, tokenizer), bad, log)
     spec = RunSpec(cfg, kind, tokenizer, vocab, tag_vocab, labels, coverage.dim if coverage else None)
     encoder = Encoder(tokenizer, vocab, labels, tag_vocab, cfg.max_length)
     encoded = [encoder.encode(s, bad) if s else None for s in (train, dev, test)]
@@ -85,7 +85,7 @@ def prepare_stored(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilab
                                   cfg.min_freq, cfg.max_vocab or None)
     labels = checked_labels(cfg, LabelMap.of_names(train.label_names(), train.multilabel() or multilabel))
     bad = BadLines(cfg.on_bad_line)
-    vectors, coverage = pretrained_vectors(cfg, vocab, lambda: stored_token_lists(train), bad, log)
+    vectors, coverage = pretrained_vectors(cfg, tokenizer, vocab, lambda: stored_token_lists(train), bad, log)
     spec = RunSpec(cfg, kind, tokenizer, vocab, None, labels, coverage.dim if coverage else None)
     encoded = [StoredItems(s, vocab, labels, cfg.max_length, bad) if s else None for s in (train, dev, test)]
     truncated = sum(e.truncated for e in encoded if e is not None)
@@ -102,10 +102,12 @@ def checked_labels(cfg: RunConfig, labels: LabelMap) -> LabelMap:
     return labels
 
 
-def pretrained_vectors(cfg: RunConfig, vocab: Vocab, texts, bad: BadLines, log=print) -> tuple:
+def pretrained_vectors(cfg: RunConfig, tokenizer: Tokenizer, vocab: Vocab, texts, bad: BadLines, log=print) -> tuple:
     """(vectors, coverage) of the run's ``--embeddings`` for its vocabulary, or (None, None);
     ``texts()``: the training texts as token lists (transformer-derived vectors read them)."""
-    if is_transformer_spec(cfg.embeddings):
+    if is_transformer_spec(cfg.embeddings) and tokenizer.config.level == "subword":
+        vectors, coverage = piece_vectors(vocab, cfg.embeddings, tokenizer.config.pretrained)
+    elif is_transformer_spec(cfg.embeddings):
         vectors, coverage = transformer_vectors(vocab, cfg.embeddings, texts(), log, device=prepare_device(cfg))
     elif cfg.embeddings:
         vectors, coverage = embedding_matrix(vocab, cfg.embeddings, cfg.oov_init, cfg.oov_scale, cfg.seed,
