@@ -23,6 +23,7 @@ BILSTM = {"model": "lstm", "layers": 1, "bidirectional": True, "batch_size": 64,
 STUDENTS = {
     "bilstm-64": ({**BILSTM, "hidden": 64}, "one-layer BiLSTM (64 a direction)"),
     "bilstm-128": ({**BILSTM, "hidden": 128}, "one-layer BiLSTM (128 a direction)"),
+    "bilstm-64-2ep": ({**BILSTM, "hidden": 64, "epochs": 2}, "one-layer BiLSTM (64 a direction), 2 epochs"),
     "bilstm-64-8ep": ({**BILSTM, "hidden": 64, "epochs": 8}, "one-layer BiLSTM (64 a direction), 8 epochs"),
     "bilstm-2x64": ({**BILSTM, "hidden": 64, "layers": 2}, "two-layer BiLSTM (64 a direction)"),
     "bilstm-64-linear": ({**BILSTM, "hidden": 64, "lr_schedule": "linear"},
@@ -93,7 +94,9 @@ def transfer_of(path) -> str:
 def throughput(a, names: list[str], seed: int) -> dict:
     from adaptext.auto.speed import measure_runs
     from adaptext.data.datasets import load_named
-    test = [ex.text for ex in load_named("sst2", str(common.DATA)).test[:1000]]
+    from adaptext.training.distill import logits_file_meta
+    data = json.loads(logits_file_meta(a.logits)["data_options"])["data"]
+    test = [ex.text for ex in load_named(data, str(common.DATA)).test[:1000]]
     runs = {"teacher": a.teacher, **{n: a.keep / f"{n}-seed{seed}" for n in names}}
     return measure_runs(runs, test)
 
