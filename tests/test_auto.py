@@ -397,6 +397,16 @@ def test_one_class_data_is_one_line_before_planning(tmp_path, capsys):
     assert not (tmp_path / "a" / "auto.json").exists()
 
 
+def test_data_too_few_to_hold_a_dev_split_out_of_is_one_line_before_planning(tmp_path, capsys):
+    qs = bundled_examples("text", 8)
+    train = write_csv(tmp_path / "train.csv", qs[:4], ["HUM", "LOC"] * 2)   # 10% of 2 a class rounds to none
+    test = write_csv(tmp_path / "test.csv", qs[4:])
+    assert main(["auto", "--data", train, "--test", test, "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no dev examples" in err and "pass --dev FILE" in err
+    assert not (tmp_path / "a" / "auto.json").exists()
+
+
 def test_a_bad_line_stops_auto_unless_it_is_told_to_skip_it(questions, tmp_path, capsys):
     train, test = questions
     bad = tmp_path / "bad.csv"

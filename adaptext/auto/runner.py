@@ -124,15 +124,16 @@ def identity(options: dict) -> dict:
 
 def summarise(options: dict) -> tuple[P.DataSummary, list]:
     """The data read once: its sizes, mean length and kind for the plan; up to 1,000 dev inputs
-    (texts, or dicts for pairs and contexts) for the throughput pass. Data of one class are
-    refused here, before any planning."""
+    (texts, or dicts for pairs and contexts) for the throughput pass. Data of one class, or too
+    few to hold a dev split out of, are refused here, before any planning."""
     from ..runs.options import resolve
-    from ..runs.splits import load_data
+    from ..runs.splits import load_data, require_dev
     cfg = resolve({**data_options(options), "model": "bov", "store": "off"})
     splits = load_data(cfg, stored=False, log=lambda message: None)
     if not splits.test:
         raise DataError(options["data"], None, "no test split (a cross-validated dataset): auto reports each "
                                                "candidate's test score; pass a --data FILE with --test FILE")
+    require_dev(options["data"], splits.dev)
     words = sum(_words(ex) for ex in splits.train)
     labels = {l for ex in splits.train for l in (ex.label if isinstance(ex.label, tuple) else (ex.label,))}
     if len(labels) < 2:

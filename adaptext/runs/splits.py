@@ -29,6 +29,13 @@ def load_data(cfg: RunConfig, stored: bool = False, log: Callable[[str], None] =
     return parsed_for(cfg, _read_splits(cfg, stored, log))
 
 
+def require_dev(where: str, dev) -> None:
+    """A run selects its epoch on dev: none is a one-line error before any training."""
+    if not dev:
+        raise DataError(where, None, "no dev examples: 10% of each class held out of train "
+                                     "rounds to none with this few examples; pass --dev FILE")
+
+
 def parsed_for(cfg: RunConfig, splits: Splits) -> Splits:
     """``splits`` as the run's model reads them: a tree model's texts or pairs parsed, any other
     splits as they are."""

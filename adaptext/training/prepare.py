@@ -18,7 +18,7 @@ from ..data.transformer_vectors import is_transformer_spec, piece_vectors, trans
 from ..registry import get_entry
 from ..runs.pipeline import tag
 from ..runs.spec import RunSpec, make_tokenizer
-from ..runs.splits import DEMO
+from ..runs.splits import DEMO, require_dev
 from .distill import soft_items, unlabeled_texts
 from ..config import RunConfig
 
@@ -44,9 +44,7 @@ def prepare(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: boo
     if kind not in entry.inputs:
         raise DataError(where, None, f"model {entry.name} reads {'/'.join(entry.inputs)} examples, "
                                      f"but this dataset holds {kind} examples")
-    if not dev:
-        raise DataError(where, None, "no dev examples: 10% of each class held out of train "
-                                     "rounds to none with this few examples; pass --dev FILE")
+    require_dev(where, dev)
     if isinstance(train, StoredSplit):
         return prepare_stored(cfg, train, dev, test, kind, multilabel, log)
     train, dev, test = (tag(s, cfg) for s in (train, dev, test))
