@@ -407,6 +407,17 @@ def test_data_too_few_to_hold_a_dev_split_out_of_is_one_line_before_planning(tmp
     assert not (tmp_path / "a" / "auto.json").exists()
 
 
+def test_a_test_label_the_training_data_lack_is_one_line_before_planning_unless_skipped(tmp_path, capsys):
+    qs = bundled_examples("text", 80)
+    train = write_csv(tmp_path / "train.csv", qs[:60], ["HUM", "LOC"] * 30)
+    test = write_csv(tmp_path / "test.csv", qs[60:], ["HUM"] * 12 + ["NUM"] + ["LOC"] * 7)
+    assert main(["auto", "--data", train, "--test", test, "--dry-run", "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "test.csv:14: label 'NUM' does not occur in the training data" in err
+    assert main(["auto", "--data", train, "--test", test, "--on-bad-line", "skip", "--dry-run",
+                 "--out", str(tmp_path / "b")]) == 0
+
+
 def test_a_bad_line_stops_auto_unless_it_is_told_to_skip_it(questions, tmp_path, capsys):
     train, test = questions
     bad = tmp_path / "bad.csv"

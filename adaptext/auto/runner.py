@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError, MissingResource, UsageError
+from ..errors import BadLines, DataError, MissingResource, UsageError
 from ..contract import READER_KEYS
 from ..runs.files import read_json, write_atomic, writer_lock
 from ..runs.metrics import default_monitor
@@ -139,6 +139,7 @@ def summarise(options: dict) -> tuple[P.DataSummary, list]:
     if len(labels) < 2:
         raise DataError(options["data"], None, f"the training data hold one class ({', '.join(map(str, labels))}): "
                                                f"a classifier needs two or more")
+    unseen_labels(splits, cfg.on_bad_line)
     summary = P.DataSummary(len(splits.train), len(splits.dev), len(splits.test), words / max(len(splits.train), 1),
                             splits.kind, bool(splits.multilabel), len(labels))
     if options.get("unlabeled"):
@@ -147,6 +148,19 @@ def summarise(options: dict) -> tuple[P.DataSummary, list]:
         summary.unlabeled = len(texts)
         summary.unlabeled_length = sum(_words(ex) for ex in texts) / len(texts)
     return summary, [ex.as_input() for ex in splits.dev[:SPEED_TEXTS]]
+
+
+def unseen_labels(splits, on_bad_line: str) -> None:
+    """A dev or test label the training data lack is a bad line, as train finds it: with
+    ``--on-bad-line error`` it stops auto here, before planning, not each candidate in turn."""
+    from ..data.batching import unseen_label
+    from ..data.text import LabelMap
+    known, bad = LabelMap.from_examples(splits.train), BadLines(on_bad_line)
+    for ex in list(splits.dev) + list(splits.test):
+        names = ex.label if isinstance(ex.label, tuple) else (ex.label,)
+        unseen = [n for n in names if n is not None and n not in known.index]
+        if unseen:
+            bad(ex.where.source, ex.where.line, unseen_label(unseen[0], known))
 
 
 def _words(ex) -> int:

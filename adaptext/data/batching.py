@@ -18,6 +18,12 @@ from .text import LabelMap, Tokenizer, Vocab
 T = TypeVar("T")
 
 
+def unseen_label(name: str, labels: LabelMap) -> str:
+    """The problem of a dev or test example whose label the training data lack."""
+    return (f"label {name!r} does not occur in the training data "
+            f"(known: {', '.join(labels.labels[:10])}{', ...' if len(labels) > 10 else ''})")
+
+
 # ------------------------------------------------------------------ batch types
 @dataclass
 class TreeBatch:
@@ -161,9 +167,7 @@ class Encoder:
         names = ex.label if isinstance(ex.label, tuple) else (ex.label,)
         unseen = [n for n in names if n not in lm.index]
         if unseen:
-            bad(ex.where.source, ex.where.line,
-                f"label {unseen[0]!r} does not occur in the training data "
-                f"(known: {', '.join(lm.labels[:10])}{', ...' if len(lm) > 10 else ''})")
+            bad(ex.where.source, ex.where.line, unseen_label(unseen[0], lm))
             return False
         if lm.multilabel:
             return [lm.index[n] for n in names]
@@ -229,9 +233,8 @@ class StoredItems:
             where = split.where(k)
             names = [st.label_names[i] for i in st.example_labels(rows[k])]
             unseen = [n for n in names if n not in labels.index]
-            bad(where.source, where.line, f"label {unseen[0]!r} does not occur in the training data (known: "
-                                          f"{', '.join(labels.labels[:10])}{', ...' if len(labels) > 10 else ''})"
-                if unseen else "several labels on an example of a single-label task")
+            bad(where.source, where.line, unseen_label(unseen[0], labels) if unseen
+                else "several labels on an example of a single-label task")
         return positions[~wrong]
 
     def __len__(self) -> int:
