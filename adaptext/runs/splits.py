@@ -29,7 +29,7 @@ def load_data(cfg: RunConfig, stored: bool = False, log: Callable[[str], None] =
     return parsed_for(cfg, _read_splits(cfg, stored, log))
 
 
-def require_dev(where: str, dev) -> None:
+def require_dev(where: str, dev: object) -> None:
     """A run selects its epoch on dev: none is a one-line error before any training."""
     if not dev:
         raise DataError(where, None, "no dev examples: 10% of each class held out of train "

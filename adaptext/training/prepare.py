@@ -103,8 +103,9 @@ def checked_labels(cfg: RunConfig, labels: LabelMap) -> LabelMap:
 def pretrained_vectors(cfg: RunConfig, tokenizer: Tokenizer, vocab: Vocab, texts, bad: BadLines, log=print) -> tuple:
     """(vectors, coverage) of the run's ``--embeddings`` for its vocabulary, or (None, None);
     ``texts()``: the training texts as token lists (transformer-derived vectors read them)."""
-    if is_transformer_spec(cfg.embeddings) and tokenizer.config.level == "subword":
-        vectors, coverage = piece_vectors(vocab, cfg.embeddings, tokenizer.config.pretrained)
+    pieces_of = tokenizer.config.pretrained if tokenizer.config.level == "subword" else None
+    if is_transformer_spec(cfg.embeddings) and pieces_of:
+        vectors, coverage = piece_vectors(vocab, cfg.embeddings, pieces_of)
     elif is_transformer_spec(cfg.embeddings):
         vectors, coverage = transformer_vectors(vocab, cfg.embeddings, texts(), log, device=prepare_device(cfg))
     elif cfg.embeddings:
