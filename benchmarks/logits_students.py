@@ -61,8 +61,7 @@ def student(name: str, seed: int, a) -> dict:
 
 
 def rows_of(results: dict, a, speeds: dict) -> list[dict]:
-    from adaptext.training.distill import logits_file_meta
-    data = json.loads(logits_file_meta(a.logits)["data_options"]).get("data", "-")
+    data = file_options(a.logits)[1].get("data", "-")
     rows = []
     for name, metrics in results.items():
         accs = [m["test"]["accuracy"] for m in metrics]
@@ -76,11 +75,16 @@ def rows_of(results: dict, a, speeds: dict) -> list[dict]:
     return rows
 
 
-def transfer_of(path) -> str:
-    """What a logits file's transfer set holds, in words, from its metadata."""
+def file_options(path) -> tuple[dict, dict]:
+    """A logits file's metadata, and the data and transfer options it was made with."""
     from adaptext.training.distill import logits_file_meta
     meta = logits_file_meta(path)
-    options = json.loads(meta["data_options"])
+    return meta, json.loads(meta["data_options"])
+
+
+def transfer_of(path) -> str:
+    """What a logits file's transfer set holds, in words, from its metadata."""
+    meta, options = file_options(path)
     parts = [f"the teacher's logits over {int(meta['count']):,} texts: the training texts of {options.get('data')}"]
     if options.get("augment"):
         parts.append(f"{options['augment']} augmented copies of each (seed {options.get('augment_seed')})")
@@ -94,9 +98,7 @@ def transfer_of(path) -> str:
 def throughput(a, names: list[str], seed: int) -> dict:
     from adaptext.auto.speed import measure_runs
     from adaptext.data.datasets import load_named
-    from adaptext.training.distill import logits_file_meta
-    data = json.loads(logits_file_meta(a.logits)["data_options"])["data"]
-    test = [ex.text for ex in load_named(data, str(common.DATA)).test[:1000]]
+    test = [ex.text for ex in load_named(file_options(a.logits)[1]["data"], str(common.DATA)).test[:1000]]
     runs = {"teacher": a.teacher, **{n: a.keep / f"{n}-seed{seed}" for n in names}}
     return measure_runs(runs, test)
 

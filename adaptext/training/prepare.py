@@ -103,11 +103,10 @@ def checked_labels(cfg: RunConfig, labels: LabelMap) -> LabelMap:
 def pretrained_vectors(cfg: RunConfig, tokenizer: Tokenizer, vocab: Vocab, texts, bad: BadLines, log=print) -> tuple:
     """(vectors, coverage) of the run's ``--embeddings`` for its vocabulary, or (None, None);
     ``texts()``: the training texts as token lists (transformer-derived vectors read them)."""
-    pieces_of = tokenizer.config.pretrained if tokenizer.config.level == "subword" else None
-    if is_transformer_spec(cfg.embeddings) and pieces_of:
-        vectors, coverage = piece_vectors(vocab, cfg.embeddings, pieces_of)
-    elif is_transformer_spec(cfg.embeddings):
-        vectors, coverage = transformer_vectors(vocab, cfg.embeddings, texts(), log, device=prepare_device(cfg))
+    if is_transformer_spec(cfg.embeddings):
+        pieces_of = tokenizer.config.pretrained if tokenizer.config.level == "subword" else None
+        vectors, coverage = piece_vectors(vocab, cfg.embeddings, pieces_of) if pieces_of else \
+            transformer_vectors(vocab, cfg.embeddings, texts(), log, device=prepare_device(cfg))
     elif cfg.embeddings:
         vectors, coverage = embedding_matrix(vocab, cfg.embeddings, cfg.oov_init, cfg.oov_scale, cfg.seed,
                                              bad=bad)
