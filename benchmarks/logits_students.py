@@ -7,6 +7,10 @@ row; CPU time per pass at one torch thread, the median of five rounds).
     python benchmarks/logits_students.py --logits benchmarks/logits/x.safetensors --teacher RUN \\
         --students bilstm-64,bilstm-128 --seeds 1,2,3 --keep ~/runs/students
 
+Several teacher runs (``--teacher RUN1,RUN2,RUN3``, the runs an ensemble's file was made from) each
+give a test-accuracy row, and their ensemble one more: the mean of their logits over the test split,
+as a student learns them; the first run is the throughput baseline.
+
 The student runs are kept under --keep: a killed run resumes, a finished one is read back, and
 the result file is rewritten after every run.
 """
@@ -38,7 +42,8 @@ def args():
     ap.add_argument("--logits", help="a file of teacher logits (adaptext logits)")
     ap.add_argument("--merge", nargs="*", help="pool result files of this script (other files, students or seeds) "
                                                "into --out instead")
-    ap.add_argument("--teacher", help="the teacher run, for the throughput baseline (else no speed rows)")
+    ap.add_argument("--teacher", help="the teacher run, or the ensemble's runs comma-separated: their test accuracy "
+                                      "and the first one's throughput as the baseline (else no teacher rows)")
     ap.add_argument("--students", default="bilstm-64")
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of each student's training")
@@ -60,9 +65,33 @@ def student(name: str, seed: int, a) -> dict:
     return distill_run([], opts, log=lambda m: print(m, file=sys.stderr, flush=True))
 
 
+def teacher_rows(teacher: str | None, data: str) -> list[dict]:
+    """Test accuracy on the named dataset ``data`` of each run of ``teacher`` (comma-separated;
+    as the run recorded it) and of their ensemble (the mean of their logits over the test split,
+    as a student learns them; the cached ones reused)."""
+    from adaptext.data.datasets import load_named
+    from adaptext.training.distill import teacher_logits, teachers_of
+    runs = teachers_of(teacher or "")
+    if not runs:
+        return []
+    dataset = Path(data).stem
+    accs = [json.loads((Path(r) / "metrics.json").read_text())["test"]["accuracy"] for r in runs]
+    model = json.loads((Path(runs[0]) / "config.json").read_text())["model"]["name"]
+    rows = [{"model": model, "variant": "teacher", "dataset": dataset, "split": "test", "metric": "accuracy",
+             **common.stats(accs)}]
+    if len(runs) > 1:
+        test = load_named(data, str(common.DATA)).test
+        labels = json.loads((Path(runs[0]) / "labels.json").read_text())["labels"]
+        logits = teacher_logits(",".join(runs), test, labels, log=lambda m: None)
+        right = [labels[int(i)] == ex.label for i, ex in zip(logits.argmax(1), test)]
+        rows.append({"model": model, "variant": f"teacher ensemble ({len(runs)} runs)", "dataset": dataset,
+                     "split": "test", "metric": "accuracy", **common.stats([100 * sum(right) / len(right)])})
+    return rows
+
+
 def rows_of(results: dict, a, speeds: dict) -> list[dict]:
     data = file_options(a.logits)[1].get("data", "-")
-    rows = []
+    rows = teacher_rows(a.teacher, data)
     for name, metrics in results.items():
         accs = [m["test"]["accuracy"] for m in metrics]
         rows.append({"model": STUDENTS[name][0]["model"], "variant": f"from {Path(a.logits).stem}, {STUDENTS[name][1]}",
@@ -97,9 +126,10 @@ def transfer_of(path) -> str:
 
 def throughput(a, names: list[str], seed: int) -> dict:
     from adaptext.auto.speed import measure_runs
+    from adaptext.training.distill import teachers_of
     from adaptext.data.datasets import load_named
     test = [ex.text for ex in load_named(file_options(a.logits)[1]["data"], str(common.DATA)).test[:1000]]
-    runs = {"teacher": a.teacher, **{n: a.keep / f"{n}-seed{seed}" for n in names}}
+    runs = {"teacher": teachers_of(a.teacher)[0], **{n: a.keep / f"{n}-seed{seed}" for n in names}}
     return measure_runs(runs, test)
 
 

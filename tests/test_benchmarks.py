@@ -426,3 +426,19 @@ def test_benchmark_scripts_import_only_the_shared_modules():
     edit = re.compile(r"sys\.path\s*(\.\s*(insert|append|extend)\b|\+?=[^=])")
     path_edits = [f"{p.name}: {m.group(0)}" for p in files for m in edit.finditer(p.read_text(encoding="utf-8"))]
     assert path_edits == []
+
+
+def test_a_teachers_ensemble_of_one_run_twice_reads_what_the_run_recorded(tmp_path):
+    """logits_students.py: each --teacher run gives its recorded test accuracy, and the ensemble's
+    row (the mean of the runs' logits over the test split) of a run with itself is that run's
+    accuracy: the test texts, the labels' order and the logits line up."""
+    import logits_students
+    runs = [tmp_path / f"teacher-seed{seed}" for seed in (1, 2)]
+    for seed, run in zip((1, 2), runs):
+        train_cell({**OPTS, "seed": seed, "epochs": 1}, run)
+    recorded = [json.loads((r / "metrics.json").read_text())["test"]["accuracy"] for r in runs]
+    teacher, ensemble = logits_students.teacher_rows(f"{runs[0]},{runs[0]}", "trec-demo")
+    assert teacher["values"] == [round(recorded[0], 2)] * 2 and teacher["model"] == "kim_cnn"
+    assert ensemble["variant"] == "teacher ensemble (2 runs)" and ensemble["mean"] == round(recorded[0], 2)
+    both, _ = logits_students.teacher_rows(",".join(map(str, runs)), "trec-demo")
+    assert both["values"] == [round(a, 2) for a in recorded] and both["dataset"] == "trec-demo"
