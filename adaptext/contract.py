@@ -70,6 +70,10 @@ class TextOptions:
                                      choices=("rand", "static", "non-static", "multichannel"))
     oov_init: str = opt("uniform", "vectors of words missing from --embeddings", choices=("uniform", "normal"))
     oov_scale: float = opt(0.25, "their scale (uniform: +-scale; normal: std)", lowest=0)
+    embedding_words: int = opt(0, "also give the vocabulary the first N words of --embeddings (a GloVe or word2vec "
+                                  "file lists the most frequent first), so that a word the training texts lack keeps "
+                                  "its pretrained vector instead of reading as unknown (0: the training words only)",
+                               lowest=0)
     pca_dim: int = opt(0, "keep this many principal components of the --embeddings vectors (0: all of them); "
                           "smaller vectors, a faster model", lowest=0)
     tagger: str = opt("nltk", "POS tagger of the tag-guided tree models")

@@ -286,6 +286,27 @@ def test_pca_dim_trains_on_the_vectors_principal_components(tmp_path):
         train_run({"out": str(tmp_path / "wide"), "embeddings": str(glove), "pca_dim": 50, **TINY})
 
 
+def test_embedding_words_give_a_word_training_lacks_its_pretrained_vector(tmp_path):
+    """--embedding-words N: the first N words of the vectors file join the vocabulary after the
+    training words, so a test word training never saw is read with its vector, not as unknown;
+    the words past N, and a run without the option, still read it as unknown."""
+    vectors = tmp_path / "vectors.txt"
+    vectors.write_text("What 0.5 0.5 0.5 0.5\nzqxfoo 1 2 3 4\nzqxbar 4 3 2 1\n")
+    opts = {"epochs": 1, "max_steps": 3, "embeddings": str(vectors), "embedding_mode": "static", **TINY}
+    train_run({"out": str(tmp_path / "two"), "embedding_words": 2, **opts})
+    clf = adaptext.load(tmp_path / "two")
+    vocab = clf.encoder.vocab
+    assert vocab.itos.count("what") == 1 and vocab.stoi["zqxfoo"] == len(vocab) - 1 and "zqxbar" not in vocab
+    assert clf.model.embedding.embed.weight[vocab.stoi["zqxfoo"]].tolist() == [1, 2, 3, 4]
+    assert vocab.encode(["zqxfoo", "zqxbar"]) == [len(vocab) - 1, vocab.stoi["<unk>"]]
+    train_run({"out": str(tmp_path / "none"), **opts})
+    assert "zqxfoo" not in adaptext.load(tmp_path / "none").encoder.vocab
+    with pytest.raises(UsageError, match="needs --embeddings FILE"):
+        train_run({"out": str(tmp_path / "no"), "embedding_words": 2, **TINY})
+    with pytest.raises(UsageError, match="this run's tokenizer reads chars"):
+        train_run({"out": str(tmp_path / "chars"), "embedding_words": 2, "tokenizer": "char", **opts})
+
+
 def test_balanced_class_weights_lift_the_minority_class(tmp_path):
     """ABBR is 86 of TREC's 5,452 training questions (1.6%): one unweighted epoch never predicts
     it; weighting the loss by inverse class frequency does, at a small cost elsewhere."""

@@ -41,16 +41,18 @@ def _is_binary(path) -> bool:
     return name.endswith(".bin")
 
 
-def read_vectors(path, wanted=None, bad: BadLines | None = None) -> tuple[dict, int]:
-    """word -> float32 vector for the words in ``wanted`` (all words if None). A malformed line
-    raises, or under ``bad``'s ``skip`` is left out and counted (e.g. the few lines of GloVe 840B
-    whose word holds a space)."""
+def read_vectors(path, wanted=None, bad: BadLines | None = None, limit: int = 0) -> tuple[dict, int]:
+    """word -> float32 vector for the words in ``wanted`` (all words if None), in the file's order;
+    ``limit``: the file's first that many entries only. A malformed line raises, or under ``bad``'s
+    ``skip`` is left out and counted (e.g. the few lines of GloVe 840B whose word holds a space)."""
     bad = bad or BadLines()
     if _is_binary(path):
-        return _read_word2vec_binary(path, wanted)
-    vecs, dim = {}, None
+        return _read_word2vec_binary(path, wanted, limit)
+    vecs, dim, entries = {}, None, 0
     with _open(path) as f:
         for i, raw in enumerate(f, 1):
+            if limit and entries == limit:
+                break
             line = raw.decode("utf-8", errors="replace").rstrip("\n\r ")
             if not line:
                 continue
@@ -65,6 +67,7 @@ def read_vectors(path, wanted=None, bad: BadLines | None = None) -> tuple[dict, 
             if len(parts) - 1 != dim:
                 bad(path, i, f"vector has {len(parts) - 1} numbers, expected {dim} as on the lines before")
                 continue
+            entries += 1
             word = parts[0]
             if wanted is not None and word not in wanted:
                 continue
@@ -77,14 +80,14 @@ def read_vectors(path, wanted=None, bad: BadLines | None = None) -> tuple[dict, 
     return vecs, dim
 
 
-def _read_word2vec_binary(path, wanted):
+def _read_word2vec_binary(path, wanted, limit: int = 0):
     vecs = {}
     with _open(path) as f:
         header = f.readline().split()
         if len(header) != 2:
             raise DataError(path, 1, "word2vec binary needs a 'count dim' header")
         count, dim = int(header[0]), int(header[1])
-        for k in range(count):
+        for k in range(min(count, limit) if limit else count):
             word = bytearray()
             while True:
                 ch = f.read(1)
@@ -129,6 +132,13 @@ def embedding_matrix(vocab, path, oov_init: str = "uniform", oov_scale: float = 
             found += 1
     mat[0] = 0
     return mat, Coverage(found, len(vocab) - 2, dim, str(path))
+
+
+def leading_words(path, n: int, lower: bool, bad: BadLines | None = None) -> list[str]:
+    """The first ``n`` words of a file of pretrained vectors (GloVe and word2vec list the most
+    frequent first), lower-cased when the run's tokens are."""
+    words = list(read_vectors(path, None, bad, limit=n)[0])
+    return [w.lower() for w in words] if lower else words
 
 
 def principal_components(mat: torch.Tensor, coverage: Coverage, dim: int) -> tuple[torch.Tensor, Coverage]:

@@ -126,6 +126,10 @@ class Vocab:
         kept = [t for t, c in sorted(counted, key=lambda x: (-x[1], x[0])) if c >= min_freq]
         return cls(kept[:max_size] if max_size else kept)
 
+    def extended(self, tokens) -> "Vocab":
+        """This vocabulary with ``tokens`` it lacks after its own, in their order (ids unchanged)."""
+        return Vocab(self.itos + [t for t in dict.fromkeys(tokens) if t not in self.stoi])
+
     def __len__(self) -> int:
         return len(self.itos)
 

@@ -125,6 +125,10 @@ def check_new_run(cfg: RunConfig) -> None:
                          "or pick static, non-static or multichannel")
     if cfg.pca_dim and not cfg.embeddings:
         raise UsageError("--pca-dim reduces pretrained vectors: it needs --embeddings")
+    from ..data.transformer_vectors import is_transformer_spec
+    if cfg.embedding_words and (not cfg.embeddings or is_transformer_spec(cfg.embeddings)):
+        raise UsageError("--embedding-words adds the words of a file of pretrained vectors: it needs --embeddings "
+                         "FILE (vectors derived from an encoder are made for the training words only)")
 
 
 # ----------------------------------------------------------------------- resolve

@@ -9,8 +9,8 @@ import torch
 
 from ..data.batching import Encoder, StoredItems
 from ..data.loading import ItemDataset, Items
-from ..data.embeddings import Coverage, embedding_matrix, principal_components
-from ..errors import BadLines, DataError
+from ..data.embeddings import Coverage, embedding_matrix, leading_words, principal_components
+from ..errors import BadLines, DataError, UsageError
 from ..data.examples import ExampleKind
 from ..data.store import StoredSplit
 from ..data.text import LabelMap, Tokenizer, Vocab
@@ -54,6 +54,7 @@ def prepare(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: boo
     # a student learns the words of its unlabelled transfer texts from the teacher's logits, so they
     # are counted with the training texts' words
     vocab = tokenizer.vocabulary(token_lists(train + unlabeled, tokenizer), cfg.min_freq, cfg.max_vocab or None)
+    vocab = with_embedding_words(cfg, tokenizer, vocab)
     found = LabelMap.from_examples(train)
     labels = checked_labels(cfg, LabelMap(found.labels, found.multilabel or multilabel))
     tag_vocab = tag_vocab_of(train) if entry.needs_tags else None
@@ -79,8 +80,9 @@ def prepare_stored(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilab
         vocab = tokenizer.vocabulary(())
     else:
         counts = train.store.token_counts(train.rows)
-        vocab = Vocab.from_counts(((train.store.strings[i], int(counts[i])) for i in np.flatnonzero(counts)),
-                                  cfg.min_freq, cfg.max_vocab or None)
+        vocab = with_embedding_words(cfg, tokenizer, Vocab.from_counts(
+            ((train.store.strings[i], int(counts[i])) for i in np.flatnonzero(counts)), cfg.min_freq,
+            cfg.max_vocab or None))
     labels = checked_labels(cfg, LabelMap.of_names(train.label_names(), train.multilabel() or multilabel))
     bad = BadLines(cfg.on_bad_line)
     vectors, coverage = pretrained_vectors(cfg, tokenizer, vocab, lambda: stored_token_lists(train), bad, log)
@@ -98,6 +100,17 @@ def checked_labels(cfg: RunConfig, labels: LabelMap) -> LabelMap:
         raise DataError(cfg.data or DEMO, None, f"the training data has {len(labels)} class(es); "
                                                    "at least 2 are needed")
     return labels
+
+
+def with_embedding_words(cfg: RunConfig, tokenizer: Tokenizer, vocab: Vocab) -> Vocab:
+    """The vocabulary and ``--embedding-words`` N: the first N words of ``--embeddings``, so that a
+    word the training texts lack is read with its pretrained vector, not as the unknown word."""
+    if not cfg.embedding_words:
+        return vocab
+    if tokenizer.config.level != "word":
+        raise UsageError(f"--embedding-words adds words to a vocabulary of words; this run's tokenizer reads "
+                         f"{tokenizer.config.level}s")
+    return vocab.extended(leading_words(cfg.embeddings, cfg.embedding_words, cfg.lower, BadLines(cfg.on_bad_line)))
 
 
 def pretrained_vectors(cfg: RunConfig, tokenizer: Tokenizer, vocab: Vocab, texts, bad: BadLines, log=print) -> tuple:
