@@ -110,6 +110,7 @@ def with_embedding_words(cfg: RunConfig, tokenizer: Tokenizer, vocab: Vocab) -> 
     if tokenizer.config.level != "word":
         raise UsageError(f"--embedding-words adds words to a vocabulary of words; this run's tokenizer reads "
                          f"{tokenizer.config.level}s")
+    # a bad line of the file is counted once, when the vectors themselves are read
     return vocab.extended(leading_words(cfg.embeddings, cfg.embedding_words, cfg.lower, BadLines(cfg.on_bad_line)))
 
 
