@@ -342,6 +342,10 @@ def test_accuracy_split_by_unseen_words_adds_up_to_each_runs_own_test_accuracy(t
     clf = adaptext.load(runs[0])
     seen = clf.pipeline.spec.vocab.itos[2]
     assert distill_oov.unseen_mask(clf, [f"{seen} ?", f"{seen} zzqxv ?"]).tolist() == [False, True]
+    # --neighbours: an unseen word the vectors have reads as the known word nearest to it there
+    near = {"what": np.array([1.0, 0.0]), seen: np.array([0.0, 1.0]), "zzqxa": np.array([0.9, 0.2]),
+            "zzqxb": np.array([0.1, 3.0])}
+    assert distill_oov.nearest_known(clf, near)("zzqxa zzqxb zzqxv ?") == f"what {seen} zzqxv ?"
 
     monkeypatch.setattr(sys, "argv", ["distill_oov.py", *map(str, runs), "--threads", "1",
                                       "--out", str(tmp_path / "oov.json")])
