@@ -31,6 +31,8 @@ import common  # noqa: E402
 KIM = {"embeddings": str(common.GLOVE), "embedding_mode": "non-static"}
 TREE_DATA = {"sst2": "sst2-trees", "trec": "trec"}      # tree models train on trees, TREC parsed
 THREADS = 2                                              # every point predicts on 2 CPU threads
+# the phrase teachers, their ensemble and its students (benchmarks/logits_students.py --teacher RUN1,RUN2,RUN3)
+PHRASES = "distill_phrases"
 # distilled students: (distill_table's student name, label, the table holding its SST-2 rows, its TREC
 # rows); the convolutional students' TREC rows are distill_trec_mask's, distilled with the teacher
 # reading its own mask token, as every recurrent student was; the recurrent students' TREC rows are
@@ -97,7 +99,25 @@ def points() -> list[dict]:
     pts.append({"label": "BiLSTM (1 layer, 64 units) distilled, phrases, 3 teachers", "options": dict(options),
                 "acc": {"sst2": [("distill_ensemble", "lstm", "distilled, + SST phrases, 3-teacher ensemble, "
                                                                "one-layer BiLSTM (64 a direction)")]}})
-    pts.append({"label": "fastText (bigrams)", "fasttext": True, "acc": both("kim_table", "fasttext", "bigrams")})
+    return pts + phrase_points() + [
+        {"label": "fastText (bigrams)", "fasttext": True, "acc": both("kim_table", "fasttext", "bigrams")}]
+
+
+def phrase_points() -> list[dict]:
+    """SST-2's phrase teachers (trained on the training trees' labelled phrases), their 3-teacher
+    ensemble (timed as three teachers reading every sentence) and the BiLSTMs distilled from the
+    seed-1 teacher's and the ensemble's logits files, as ``PHRASES`` recorded them."""
+    pts = [{"label": "transformer (MiniLM-L6), SST phrases", "options": dict(cells.TEACHER),
+            "acc": {"sst2": [(PHRASES, "transformer", "teacher")]}},
+           {"label": "3 phrase teachers (ensemble)", "options": dict(cells.TEACHER), "members": 3,
+            "acc": {"sst2": [(PHRASES, "transformer", "teacher ensemble (3 runs)")]}}]
+    options, _ = cells.STUDENTS["bilstm-64"]
+    for hidden, logits, teachers in ((64, "seed1", "1 teacher"), (128, "seed1", "1 teacher"),
+                                     (64, "ensemble3", "3 teachers")):
+        variant = (f"from sst2-phrases-aug10-{logits}, one-layer BiLSTM ({hidden} a direction), learning rate "
+                   f"decayed linearly to 0")
+        pts.append({"label": f"BiLSTM (1 layer, {hidden} units) distilled, phrases and copies, {teachers}",
+                    "options": {**options, "hidden": hidden}, "acc": {"sst2": [(PHRASES, "lstm", variant)]}})
     return pts
 
 
@@ -125,7 +145,10 @@ def model_speed(point: dict, dataset: str, texts: list[str], work: Path) -> floa
     clf = adaptext.load(run)
     parses = Path(os.environ["ADAPTEXT_CACHE"]) / "parses"
     forget = (lambda: shutil.rmtree(parses, ignore_errors=True)) if point.get("tree") else (lambda: None)
-    speed = common.sentences_per_s(lambda xs: clf.predict(xs, batch_size=64), texts, forget)
+    # an ensemble of one architecture costs its members' passes over every sentence
+    members = point.get("members", 1)
+    speed = common.sentences_per_s(lambda xs: [clf.predict(xs, batch_size=64) for _ in range(members)], texts,
+                                   forget)
     shutil.rmtree(run, ignore_errors=True)
     return speed
 
@@ -265,7 +288,10 @@ def main() -> None:
              "configuration per point as its table trains it, each in a fresh process, the first 1,000 test sentences (TREC: 500), batch 64, 2 threads, best "
              "of 3 passes; tree models parse each sentence with the shipped bracketer inside the timing. Not "
              "placed: acnn (no SST-2 or TREC row in any table yet), the lstm undistilled, attconv on TREC (its table has no "
-             "TREC column). " + distilled_note() + common.quick_note(a.quick))
+             "TREC column). " + distilled_note() + f" SST-2's phrase teachers (3 seeds, trained on the training "
+             f"trees' labelled phrases), their ensemble (timed as three teacher passes over each sentence) and the "
+             f"BiLSTMs distilled from the seed-1 teacher's and the ensemble's logits over the sentences, 10 copies "
+             f"of each and the phrases: {PHRASES}.json." + common.quick_note(a.quick))
     path = common.write("frontier", rows, notes, a.out)
     plot(rows, path.with_suffix(".png"))
     print(path.with_suffix(".md").read_text())
