@@ -94,9 +94,10 @@ def teacher_rows(teacher: str | None, data: str) -> list[dict]:
     return rows
 
 
-def rows_of(results: dict, a, speeds: dict) -> list[dict]:
+def rows_of(results: dict, a, speeds: dict, teachers: list[dict]) -> list[dict]:
+    """The teachers' rows, then each student's test accuracy over its seeds, then the speeds."""
     data = file_options(a.logits)[1].get("data", "-")
-    rows = teacher_rows(a.teacher, data)
+    rows = list(teachers)
     for name, metrics in results.items():
         accs = [m["test"]["accuracy"] for m in metrics]
         rows.append({"model": STUDENTS[name][0]["model"], "variant": f"from {Path(a.logits).stem}, {STUDENTS[name][1]}",
@@ -152,12 +153,14 @@ def main() -> None:
              f"accuracy over seeds {a.seeds}. Throughput: adaptext.auto.speed (every model and the teacher "
              f"loaded in one process, the first 1,000 test sentences, batch 64, one torch thread, CPU time, "
              f"five rounds interleaved, the median), seed {seeds[0]}'s runs. {a.note}").rstrip()
+    teachers = teacher_rows(a.teacher, file_options(a.logits)[1]["data"])
     for seed in seeds:
         for name in names:
             results[name].append(student(name, seed, a))
-            common.write("logits_students", rows_of({k: v for k, v in results.items() if v}, a, {}), notes, a.out)
+            common.write("logits_students", rows_of({k: v for k, v in results.items() if v}, a, {}, teachers), notes,
+                         a.out)
     speeds = throughput(a, names, seeds[0]) if a.teacher else {}
-    common.write("logits_students", rows_of(results, a, speeds), notes, a.out)
+    common.write("logits_students", rows_of(results, a, speeds, teachers), notes, a.out)
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ def summarise(options: dict) -> tuple[P.DataSummary, list]:
                                                "candidate's test score; pass a --data FILE with --test FILE")
     require_dev(options["data"], splits.dev)
     words = sum(_words(ex) for ex in splits.train)
-    labels = {l for ex in splits.train for l in (ex.label if isinstance(ex.label, tuple) else (ex.label,))}
+    labels = {l for ex in splits.train for l in ex.label_names()}
     if len(labels) < 2:
         raise DataError(options["data"], None, f"the training data hold one class ({', '.join(map(str, labels))}): "
                                                f"a classifier needs two or more")
@@ -153,14 +153,11 @@ def summarise(options: dict) -> tuple[P.DataSummary, list]:
 def unseen_labels(splits, on_bad_line: str) -> None:
     """A dev or test label the training data lack is a bad line, as train finds it: with
     ``--on-bad-line error`` it stops auto here, before planning, not each candidate in turn."""
-    from ..data.batching import unseen_label
+    from ..data.batching import known_label
     from ..data.text import LabelMap
     known, bad = LabelMap.from_examples(splits.train), BadLines(on_bad_line)
     for ex in list(splits.dev) + list(splits.test):
-        names = ex.label if isinstance(ex.label, tuple) else (ex.label,)
-        unseen = [n for n in names if n is not None and n not in known.index]
-        if unseen:
-            bad(ex.where.source, ex.where.line, unseen_label(unseen[0], known))
+        known_label(ex, known, bad)
 
 
 def _words(ex) -> int:

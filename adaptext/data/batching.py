@@ -24,6 +24,15 @@ def unseen_label(name: str, labels: LabelMap) -> str:
             f"(known: {', '.join(labels.labels[:10])}{', ...' if len(labels) > 10 else ''})")
 
 
+def known_label(ex, labels: LabelMap, bad: BadLines) -> bool:
+    """Whether every label of the (labelled) example occurs in the training data's ``labels``; one
+    that does not is reported to ``bad`` as the example's bad line."""
+    unseen = [n for n in ex.label_names() if n not in labels.index]
+    if unseen:
+        bad(ex.where.source, ex.where.line, unseen_label(unseen[0], labels))
+    return not unseen
+
+
 # ------------------------------------------------------------------ batch types
 @dataclass
 class TreeBatch:
@@ -164,13 +173,10 @@ class Encoder:
         if ex.label is None or self.labels is None:
             return None
         lm = self.labels
-        names = ex.label if isinstance(ex.label, tuple) else (ex.label,)
-        unseen = [n for n in names if n not in lm.index]
-        if unseen:
-            bad(ex.where.source, ex.where.line, unseen_label(unseen[0], lm))
+        if not known_label(ex, lm, bad):
             return False
         if lm.multilabel:
-            return [lm.index[n] for n in names]
+            return [lm.index[n] for n in ex.label_names()]
         if isinstance(ex.label, tuple):
             bad(ex.where.source, ex.where.line, "several labels on an example of a single-label task")
             return False

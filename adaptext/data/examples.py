@@ -77,10 +77,16 @@ class _Located:
     writes it) is held as the Location of that label, so readers of ``where`` meet one type."""
     __slots__ = ()
     where: Location
+    label: Label
 
     def __post_init__(self) -> None:
         if isinstance(self.where, str):
             object.__setattr__(self, "where", Location(self.where))
+
+    def label_names(self) -> tuple[str, ...]:
+        """The example's labels: a multi-label example's tuple, a single label as a tuple of one,
+        none as an empty tuple."""
+        return self.label if isinstance(self.label, tuple) else () if self.label is None else (self.label,)
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,10 +125,20 @@ def check_new_run(cfg: RunConfig) -> None:
                          "or pick static, non-static or multichannel")
     if cfg.pca_dim and not cfg.embeddings:
         raise UsageError("--pca-dim reduces pretrained vectors: it needs --embeddings")
+    if cfg.embedding_words:
+        check_embedding_words(cfg)
+
+
+def check_embedding_words(cfg: RunConfig) -> None:
+    """--embedding-words adds words of a vectors file to a vocabulary of words."""
     from ..data.transformer_vectors import is_transformer_spec
-    if cfg.embedding_words and (not cfg.embeddings or is_transformer_spec(cfg.embeddings)):
+    from ..registry import get_entry
+    if not cfg.embeddings or is_transformer_spec(cfg.embeddings):
         raise UsageError("--embedding-words adds the words of a file of pretrained vectors: it needs --embeddings "
                          "FILE (vectors derived from an encoder are made for the training words only)")
+    level = cfg.tokenizer or get_entry(cfg.model).tokenizer
+    if level != "word":
+        raise UsageError(f"--embedding-words adds words to a vocabulary of words; this run's tokenizer reads {level}s")
 
 
 # ----------------------------------------------------------------------- resolve

@@ -10,7 +10,7 @@ import torch
 from ..data.batching import Encoder, StoredItems
 from ..data.loading import ItemDataset, Items
 from ..data.embeddings import Coverage, embedding_matrix, leading_words, principal_components
-from ..errors import BadLines, DataError, UsageError
+from ..errors import BadLines, DataError
 from ..data.examples import ExampleKind
 from ..data.store import StoredSplit
 from ..data.text import LabelMap, Tokenizer, Vocab
@@ -54,7 +54,7 @@ def prepare(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: boo
     # a student learns the words of its unlabelled transfer texts from the teacher's logits, so they
     # are counted with the training texts' words
     vocab = tokenizer.vocabulary(token_lists(train + unlabeled, tokenizer), cfg.min_freq, cfg.max_vocab or None)
-    vocab = with_embedding_words(cfg, tokenizer, vocab)
+    vocab = with_embedding_words(cfg, vocab)
     found = LabelMap.from_examples(train)
     labels = checked_labels(cfg, LabelMap(found.labels, found.multilabel or multilabel))
     tag_vocab = tag_vocab_of(train) if entry.needs_tags else None
@@ -80,7 +80,7 @@ def prepare_stored(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilab
         vocab = tokenizer.vocabulary(())
     else:
         counts = train.store.token_counts(train.rows)
-        vocab = with_embedding_words(cfg, tokenizer, Vocab.from_counts(
+        vocab = with_embedding_words(cfg, Vocab.from_counts(
             ((train.store.strings[i], int(counts[i])) for i in np.flatnonzero(counts)), cfg.min_freq,
             cfg.max_vocab or None))
     labels = checked_labels(cfg, LabelMap.of_names(train.label_names(), train.multilabel() or multilabel))
@@ -102,14 +102,12 @@ def checked_labels(cfg: RunConfig, labels: LabelMap) -> LabelMap:
     return labels
 
 
-def with_embedding_words(cfg: RunConfig, tokenizer: Tokenizer, vocab: Vocab) -> Vocab:
+def with_embedding_words(cfg: RunConfig, vocab: Vocab) -> Vocab:
     """The vocabulary and ``--embedding-words`` N: the first N words of ``--embeddings``, so that a
-    word the training texts lack is read with its pretrained vector, not as the unknown word."""
+    word the training texts lack is read with its pretrained vector, not as the unknown word (a
+    vocabulary of words: ``check_new_run``)."""
     if not cfg.embedding_words:
         return vocab
-    if tokenizer.config.level != "word":
-        raise UsageError(f"--embedding-words adds words to a vocabulary of words; this run's tokenizer reads "
-                         f"{tokenizer.config.level}s")
     # a bad line of the file is counted once, when the vectors themselves are read
     return vocab.extended(leading_words(cfg.embeddings, cfg.embedding_words, cfg.lower, BadLines(cfg.on_bad_line)))
 
