@@ -34,6 +34,10 @@ STUDENTS = {
                          "one-layer BiLSTM (64 a direction), learning rate decayed linearly to 0"),
     "bilstm-128-linear": ({**BILSTM, "hidden": 128, "lr_schedule": "linear"},
                           "one-layer BiLSTM (128 a direction), learning rate decayed linearly to 0"),
+    "bilstm-128-kl2-linear": ({**BILSTM, "hidden": 128, "lr_schedule": "linear", "distill_loss": "kl",
+                               "temperature": 2.0},
+                              "one-layer BiLSTM (128 a direction), KL at temperature 2, learning rate decayed "
+                              "linearly to 0"),
     # every GloVe word in the vocabulary: a test word the transfer set lacks keeps its vector
     "bilstm-64-glove-linear": ({**BILSTM, "hidden": 64, "lr_schedule": "linear", "embeddings": str(common.GLOVE),
                                 "embedding_mode": "multichannel", "embedding_words": 400_000},

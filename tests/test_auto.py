@@ -17,7 +17,7 @@ import torch
 from conftest import bundled_examples
 
 from adaptext.auto import plan as P
-from adaptext.auto.report import candidate_table
+from adaptext.auto.report import candidate_table, summary_lines
 from adaptext.auto.runner import deadline, run_auto, select
 from adaptext.auto.state import Floor, Row, read_state
 from adaptext.cli import main
@@ -358,6 +358,41 @@ def test_later_candidates_are_costed_with_the_measured_epochs():
     assert P.calibrated("lstm", None) == 1.0
     assert P.calibrated("lstm", {"lstm": 2.0, "bov": 1.0}) == 2.0
     assert P.calibrated("kim_cnn", {"bov": 3.0, "fasttext": 1.0, "lstm": 2.0}) == 2.0    # the median of those measured
+
+
+@pytest.mark.parametrize("factor, richer", [(0.3, True), (3.0, False)], ids=["faster", "slower"])
+def test_the_students_recipe_is_chosen_again_once_the_teacher_has_trained(questions, tmp_path, monkeypatch, factor,
+                                                                          richer):
+    """A machine that trains 3x faster than the coefficients buys the students a richer recipe
+    than the plan's, one 3x slower a poorer one; the new options are in auto.json, and neither a
+    second call nor a resume chooses again."""
+    from adaptext.auto.runner import STATE, Auto
+    monkeypatch.setattr(P, "encoder_available", lambda: None)
+    train, test = questions
+    out, said = tmp_path / "auto", []
+    auto = Auto({"data": train, "test": test, "time": 300, "out": str(out)}, out, said.append)
+    first = auto.state.recipes[0]
+    assert 1 < first < len(P.RECIPES)
+    for r in auto.state.candidates:                     # the baselines and the teacher, as if trained
+        if r.role in ("baseline", "teacher") and r.status == "pending":
+            r.status, r.dev = "done", 80.0
+            auto.before += r.estimate_s * factor
+    auto.state.calibration = dict.fromkeys(P.EPOCH_S_PER_KTOKEN, factor)
+    auto.replan()
+    first_, second = auto.state.recipes
+    assert first_ == first and (second > first if richer else second < first)
+    recipe = P.RECIPES[second - 1]
+    journal = read_state(out / STATE)
+    student = journal.row("bilstm-distilled")
+    assert journal.recipes == [first, second] and student.status == "pending"
+    assert student.plan.options["augment"] == recipe.copies and student.plan.recipe == second
+    assert (journal.row("transformer-seed2").status == "pending") == (recipe.teachers > 1)
+    assert any("recipe chosen again" in line and f"recipe {second} " in line for line in said)
+    assert f"Students' recipe {second}: {recipe.copies} copies" in "\n".join(summary_lines(journal))
+    auto.replan()
+    assert read_state(out / STATE).recipes == [first, second]
+    again = Auto({"data": train, "test": test, "time": 300, "out": str(out)}, out, said.append)
+    assert again.state.row("bilstm-distilled").plan.options == student.plan.options
 
 
 # ------------------------------------------------------------------ throughput beside a busy process

@@ -64,8 +64,9 @@ MIN_EXAMPLES = 20_000               # the least training a candidate gets: this 
 MIN_FRACTION = 0.25                 # ... or one epoch, whichever is less, and never under a quarter epoch
 
 TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}   # benchmarks/cells.py
+TEACHER_NAME = "transformer"                     # the candidate every student learns from
 BILSTM = {"model": "lstm", "layers": 1, "bidirectional": True, "hidden": 64, "batch_size": 64}  # the README's student
-DISTILL = {"alpha": 0.0, "augment": 10}          # the teacher's logits only, over 10 copies of each text
+ALPHA = 0.0                                      # students learn the teacher's logits only
 LINEAR = "fasttext"                              # the candidate no winner may fall under on dev
 WIDE_HIDDEN = 128
 # A BiLSTM of 128 units a direction against 64: 0.61 of its sentences/s (the model's forward alone,
@@ -85,17 +86,30 @@ class Recipe:
     unlabeled: bool = False
     wide: bool = False
 
+    def describe(self, unlabeled: bool = True) -> str:
+        """'40 copies, 8 epochs, 1 teacher, the unlabelled texts, a wide BiLSTM' (``unlabeled``:
+        whether auto was given unlabelled texts)."""
+        parts = [f"{self.copies} copies", f"{self.epochs} epochs",
+                 f"{self.teachers} teacher{'s' if self.teachers > 1 else ''}"]
+        return ", ".join(parts + ["the unlabelled texts"] * (self.unlabeled and unlabeled) +
+                         ["a wide BiLSTM"] * self.wide)
+
 
 # From the poorest to the richest; the plan takes the richest whose every candidate fits whole
-# (none: the poorest, its epochs cut). The two poorest keep a short budget on a larger set from
-# cutting the student below an epoch (SST-2 at 30 minutes planned 0.37 of an epoch over 10
-# copies: the teacher's logits over them took half the students' time). On a few thousand
-# product-review sentences 20 copies and 8 epochs gave the BiLSTM 1.0 point over 10 and 5; on TREC
-# 40 copies gave it 1.6 over 10 (5 epochs each), and 1.0 more than the same 40 cut to 2 epochs: the
-# copies come before the epochs. More teachers and width are what the budget buys after that.
+# (none: the poorest, its epochs cut), and takes it again once the teacher's run has measured how
+# fast this machine trains. The two poorest keep a short budget on a larger set from cutting the
+# student below an epoch (SST-2 at 30 minutes planned 0.37 of an epoch over 10 copies: the
+# teacher's logits over them took half the students' time). The copies come first: on TREC 40
+# copies gave the BiLSTM 1.6 points over 10 (5 epochs each) and 1.0 more than the same 40 cut to 2
+# epochs; on a few thousand product-review sentences 20 copies and 8 epochs gave it 1.0 over 10 and
+# 5. Then width: on SST-2 the 128-unit student read 0.36 over the 64-unit one (3 seeds each, same
+# logits). An ensemble's teachers come last: each costs a teacher's training and its logits, and
+# on SST-2 the 3-teacher ensemble's logits over the augmented copies gave its students nothing
+# (87.63 against one teacher's 87.72, 3 seeds each; benchmarks/results/distill_phrases.md).
 RECIPES = (Recipe(2), Recipe(5), Recipe(), Recipe(unlabeled=True), Recipe(20, 5, unlabeled=True),
-           Recipe(20, 8, unlabeled=True), Recipe(20, 8, 2, True), Recipe(20, 8, 3, True), Recipe(20, 8, 3, True, True),
-           Recipe(40, 10, 3, True, True))
+           Recipe(40, 5, unlabeled=True), Recipe(40, 8, unlabeled=True), Recipe(40, 8, 1, True, True),
+           Recipe(40, 8, 2, True, True), Recipe(40, 10, 3, True, True))
+NOT_IN_RECIPE = "not in the recipe the budget affords"
 
 
 @dataclass
@@ -145,6 +159,7 @@ class Candidate:
     optional: bool = False          # trained only when the recipe asks for it (an ensemble's teacher, a wide student)
     seed_offset: int = 0            # added to --seed: an ensemble's teachers differ by their seed
     ensemble: int = 1               # the teachers a student learns from (their logits averaged)
+    recipe: int = 0                 # a student's or an ensemble teacher's recipe (its number in RECIPES, from 1)
     key: str = ""                   # its cost coefficient's name (EPOCH_S_PER_KTOKEN), what recalibration scales
     base_epoch_s: float = 0.0       # one epoch as planned, before recalibration
 
@@ -187,7 +202,7 @@ def encoder_available() -> str | None:
     return None
 
 
-def pool(kind: ExampleKind, recipe: Recipe = Recipe(), unlabeled: str | None = None) -> list[Candidate]:
+def pool(kind: ExampleKind, recipe: Recipe = RECIPES[2], unlabeled: str | None = None) -> list[Candidate]:
     """Every candidate auto knows, in plan order, with the epochs it gets when the budget allows
     (fastText 5, the other fast ones 10, Kim's own 25 cut to 10 so that the baselines leave the
     budget to the teacher, early stopping deciding within that; the teacher the 3 of the
@@ -200,9 +215,10 @@ def pool(kind: ExampleKind, recipe: Recipe = Recipe(), unlabeled: str | None = N
              Candidate("kim_cnn-vectors", {"model": "kim_cnn", "embeddings": "transformer", "epochs": 10})]
     if not text:
         found.append(Candidate("attconv", {"model": "attconv", "variant": "light", "epochs": 10}))
-    found.append(Candidate("transformer", dict(TEACHER), role="teacher"))
+    found.append(Candidate(TEACHER_NAME, dict(TEACHER), role="teacher"))
+    number = RECIPES.index(recipe) + 1
     found += [Candidate(f"transformer-seed{k + 1}", dict(TEACHER), role="ensemble", optional=k >= recipe.teachers,
-                        seed_offset=k) for k in (1, 2)]
+                        seed_offset=k, recipe=number) for k in (1, 2)]
     found += students(text, recipe, unlabeled)
     for c in found:
         c.work = float(c.options["epochs"])
@@ -212,18 +228,18 @@ def pool(kind: ExampleKind, recipe: Recipe = Recipe(), unlabeled: str | None = N
 def students(text: bool, recipe: Recipe, unlabeled: str | None) -> list[Candidate]:
     """The students of ``recipe``, each taught by the transformer (and its ensemble's seeds)."""
     # train options: the numbers of the distillation, and the path of the unlabelled texts
-    distill: dict[str, float | str] = {"alpha": DISTILL["alpha"], "augment": recipe.copies}
+    distill: dict[str, float | str] = {"alpha": ALPHA, "augment": recipe.copies}
     if recipe.unlabeled and unlabeled:
         distill["unlabeled"] = unlabeled
     found = [Candidate("bilstm-distilled", {**BILSTM, **distill, "epochs": recipe.epochs}),
-             Candidate("kim_cnn-distilled", {"model": "kim_cnn", **distill, "epochs": 10}),
+             Candidate("kim_cnn-distilled", {"model": "kim_cnn", **distill, "epochs": recipe.epochs}),
              Candidate("bilstm-wide-distilled", {**BILSTM, "hidden": WIDE_HIDDEN, **distill, "epochs": recipe.epochs},
                        optional=not recipe.wide)]
     if not text:
         found.append(Candidate("attconv-distilled", {"model": "attconv", "variant": "light", **distill,
-                                                     "epochs": 10}))
+                                                     "epochs": recipe.epochs}))
     for c in found:
-        c.teacher, c.role, c.ensemble = "transformer", "student", recipe.teachers
+        c.teacher, c.role, c.ensemble, c.recipe = TEACHER_NAME, "student", recipe.teachers, RECIPES.index(recipe) + 1
     return found
 
 
@@ -262,7 +278,7 @@ def cost_candidate(c: Candidate, s: DataSummary, threads: int, calibration: dict
     """Set the candidate's per-epoch and fixed seconds on these data (its epochs scaled by the
     ``calibration`` measured so far: its cost key's, else the median of the others); the seconds
     of the teacher logits a student needs (paid by the first student of a teacher: the others
-    reuse them from the cache)."""
+    reuse them from the cache), scaled as the teacher's epochs: the same encoder reads them."""
     model, opts, speedup = c.options["model"], c.options, threads_speedup(threads)
     transfer = s.ktokens * (1 + opts.get("augment", 0) * COPY_LENGTH) if c.teacher else s.ktokens
     if opts.get("unlabeled"):
@@ -285,7 +301,9 @@ def cost_candidate(c: Candidate, s: DataSummary, threads: int, calibration: dict
     c.steps_per_epoch = max(1, math.ceil(examples / batch))
     c.min_work = max(MIN_FRACTION, min(1.0, MIN_EXAMPLES / max(examples, 1)))
     c.min_work = max(c.min_work, 1 / c.steps_per_epoch)
-    return ENCODER_S_PER_KTOKEN * transfer * c.ensemble / speedup if c.teacher else 0.0
+    if not c.teacher:
+        return 0.0
+    return ENCODER_S_PER_KTOKEN * transfer * c.ensemble / speedup * calibrated("transformer", calibration)
 
 
 def calibrated(key: str, calibration: dict | None) -> float:
@@ -322,14 +340,11 @@ def make_plan(summary: DataSummary, budget_s: float, multilabel: bool = False, k
     missing = encoder_available() if encoder is None else (None if encoder else "not installed")
     kind = kinds[0] if kinds else summary.kind
     seconds = budget_s - START_S - FINISH_S
-    for recipe in reversed(RECIPES):
-        found, logits = costed(pool(kind, recipe, unlabeled), summary, kinds, multilabel, missing, threads)
-        usable = [c for c in found if not c.skip]
-        if not usable:
-            raise UsageError(f"auto has no candidate model for {'/'.join(kinds)} examples; "
-                             f"train one with adaptext train")
-        if recipe == RECIPES[0] or whole_cost(found, logits) <= seconds:
-            break
+    found, logits = richest(lambda recipe: pool(kind, recipe, unlabeled), seconds, summary, kinds, multilabel,
+                            missing, threads)
+    usable = [c for c in found if not c.skip]
+    if not usable:
+        raise UsageError(f"auto has no candidate model for {'/'.join(kinds)} examples; train one with adaptext train")
     first = usable[0]
     if first.cost(first.min_work) > seconds:
         need = math.ceil((first.cost(first.min_work) + START_S + FINISH_S) / 10) * 10
@@ -339,22 +354,49 @@ def make_plan(summary: DataSummary, budget_s: float, multilabel: bool = False, k
     return found
 
 
-def costed(found: list, summary: DataSummary, kinds, multilabel: bool, missing, threads: int) -> tuple[list, dict]:
+def replan(summary: DataSummary, seconds: float, calibration: dict, names: set, kinds=(ExampleKind.TEXT,),
+           multilabel: bool = False, threads: int = 1, unlabeled: str | None = None) -> list[Candidate]:
+    """Once the teacher has trained: its ensemble's seeds and its students among ``names`` (those
+    not started), planned again from the richest recipe whose every one of them fits whole in
+    ``seconds``, costed with the ``calibration`` measured so far, and their epochs allocated as
+    ``make_plan`` does. The machine's speed is known by then, and the plan's coefficients, which
+    err long by design, no longer leave the budget unspent."""
+    kind = kinds[0] if kinds else summary.kind
+    found, logits = richest(lambda recipe: [c for c in pool(kind, recipe, unlabeled) if c.name in names], seconds,
+                            summary, kinds, multilabel, None, threads, calibration, trained={TEACHER_NAME})
+    allocate(found, seconds, logits, trained={TEACHER_NAME})
+    return found
+
+
+def richest(candidates, seconds: float, summary: DataSummary, kinds, multilabel: bool, missing, threads: int,
+            calibration: dict | None = None, trained: set = frozenset()) -> tuple[list, dict]:
+    """The costed candidates (``candidates(recipe)``) of the richest recipe whose every candidate
+    fits whole in ``seconds``, else of the poorest; the teacher logits each student needs."""
+    for recipe in reversed(RECIPES):
+        found, logits = costed(candidates(recipe), summary, kinds, multilabel, missing, threads, calibration)
+        if recipe == RECIPES[0] or whole_cost(found, logits, trained) <= seconds:
+            break
+    return found, logits
+
+
+def costed(found: list, summary: DataSummary, kinds, multilabel: bool, missing, threads: int,
+           calibration: dict | None = None) -> tuple[list, dict]:
     """The candidates with their costs and what rules them out; the teacher logits of each student."""
     logits = {}
     for c in found:
         c.skip = why_not(c, kinds, multilabel, missing)
         if c.optional and not c.skip:
-            c.skip = "not in the recipe the budget affords"
-        logits[c.name] = cost_candidate(c, summary, threads)
+            c.skip = NOT_IN_RECIPE
+        logits[c.name] = cost_candidate(c, summary, threads, calibration)
         c.estimate_s = round(c.cost(c.work), 1)
     return found, logits
 
 
-def whole_cost(found: list, logits: dict) -> float:
-    """The seconds of every candidate the data allow, each at its planned epochs."""
+def whole_cost(found: list, logits: dict, trained: set = frozenset()) -> float:
+    """The seconds of every candidate the data allow, each at its planned epochs (a student only
+    with its teacher, planned or ``trained`` already)."""
     kept = [c for c in found if not c.skip]
-    names = {c.name for c in kept}
+    names = {c.name for c in kept} | set(trained)
     paid = {c.teacher for c in kept if c.teacher and c.teacher in names}
     return sum(c.cost(c.work) for c in kept if not c.teacher or c.teacher in names) + \
         sum(max(logits[c.name] for c in kept if c.teacher == t) for t in paid)
@@ -365,18 +407,19 @@ def unspent(found: list, seconds: float) -> float:
     return max(0.0, seconds - sum(c.estimate_s for c in found if not c.skip))
 
 
-def allocate(found: list[Candidate], seconds: float, logits: dict) -> None:
+def allocate(found: list[Candidate], seconds: float, logits: dict, trained: set = frozenset()) -> None:
     """First every candidate at its minimum, in plan order, while the budget lasts (a student
-    only with its teacher; the first student of a teacher also pays for its logits); then what
-    is left raises the teacher to its epochs, then each other kept candidate, in order."""
+    only with its teacher, kept or ``trained`` already; the first student of a teacher also pays
+    for its logits); then what is left raises the teacher to its epochs, then each other kept
+    candidate, in order."""
     kept: list[Candidate] = []
     paid: set[str] = set()          # the teachers whose logits a student already paid for
     left = seconds
     for c in found:
         if c.skip:
             continue
-        teacher = c.teacher or ("transformer" if c.role == "ensemble" else None)
-        if teacher and teacher not in {k.name for k in kept}:
+        teacher = c.teacher or (TEACHER_NAME if c.role == "ensemble" else None)
+        if teacher and teacher not in {k.name for k in kept} | set(trained):
             c.skip, c.for_time = f"its teacher, {teacher}, is not trained", True
             continue
         extra = logits[c.name] if c.teacher and c.teacher not in paid else 0.0

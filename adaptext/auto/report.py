@@ -12,7 +12,7 @@ from pathlib import Path
 from ..runs.files import read_json, write_atomic
 from ..runs.rundir import RunDir
 from ..tables import markdown_table
-from .plan import human
+from .plan import RECIPES, human
 from .state import AutoState, as_state
 
 NAMES = {"accuracy": "accuracy", "micro_f1": "micro-F1"}
@@ -94,6 +94,11 @@ def summary_lines(state: AutoState) -> list[str]:
              f"the best on dev among the candidates at or above the floor "
              f"({floor.describe() if floor else 'none given'}) and never under the linear baseline (fasttext) on "
              f"dev; test is read from each run, never chosen on."]
+    if state.recipes and any(r.role == "student" and r.status != "skipped" for r in state.candidates):
+        number = state.recipes[-1]
+        again = f"; chosen again once the teacher had trained (planned: recipe {state.recipes[0]})" \
+            if len(state.recipes) > 1 else ""
+        lines.append(f"Students' recipe {number}: {RECIPES[number - 1].describe(bool(d.unlabeled))}{again}.")
     win = state.row(state.winner)
     if win:
         met = "" if state.floor_met else " (no candidate reaches the floor: the fastest is the winner)"

@@ -59,6 +59,8 @@ def run_auto(options: dict, log=print) -> dict:
         try:
             for row in auto.state.candidates:
                 auto.step(row)
+                if row.role == "teacher":
+                    auto.replan()
             return auto.finish()
         except Interrupted:
             auto.save()
@@ -177,8 +179,9 @@ def new_state(options: dict, summary: P.DataSummary) -> AutoState:
         rows.append(Row(c.name, c.options["model"], c.role, c.teacher, c, "skipped" if c.skip else "pending",
                         c.skip, c.for_time or None, list(c.notes), c.estimate_s))
     seconds = options["time"] - P.START_S - P.FINISH_S
+    recipes = sorted({c.recipe for c in found if c.recipe})
     return AutoState(identity(options), summary, threads, default_monitor(summary.multilabel),
-                     options["time"], rows, unspent_s=round(P.unspent(found, seconds), 1))
+                     options["time"], rows, unspent_s=round(P.unspent(found, seconds), 1), recipes=recipes)
 
 
 def dry_run(options: dict, out: Path) -> dict:
@@ -302,6 +305,33 @@ class Auto:
             row.notes.append("training stopped when the budget ran out (the best dev epoch so far kept)")
         self._calibrate(row, run)
         return metrics
+
+    def replan(self) -> None:
+        """Once the teacher has trained (and once only: a resume keeps what was chosen), the
+        students' recipe is chosen again from the epochs measured so far and the time left, and
+        the rows not started take the new recipe's plan (``plan.replan``)."""
+        teacher = self.state.row(P.TEACHER_NAME)
+        if not (teacher and teacher.done) or len(self.state.recipes) != 1:
+            return
+        only = self.options.get("only")
+        rows = {r.name: r for r in self.state.candidates if r.role in ("ensemble", "student") and
+                (not only or r.name in only) and (r.status == "pending" or r.retry or r.reason == P.NOT_IN_RECIPE)}
+        speedup = P.threads_speedup(speed_threads(self.options))
+        measuring = sum(P.speed_seconds(r.model, self.summary, speedup) for r in self.state.candidates if r.done)
+        seconds = self.remaining() - P.FINISH_S - (0 if self.warm else P.START_S) - measuring
+        found = P.replan(self.summary, seconds, self.state.calibration, set(rows), (self.summary.kind,),
+                         self.summary.multilabel, speed_threads(self.options), self.state.identity.get("unlabeled"))
+        for c in found:
+            row = rows[c.name]
+            row.plan, row.estimate_s, row.notes = c, c.estimate_s, list(c.notes)
+            row.status, row.reason, row.retry = ("skipped" if c.skip else "pending"), c.skip, c.for_time or None
+        number = next((c.recipe for c in found if c.recipe), self.state.recipes[0])
+        self.state.recipes.append(number)
+        self.state.unspent_s = round(P.unspent(found, seconds), 1)
+        self.say(f"the students' recipe chosen again on the measured epochs: recipe {number} "
+                 f"({P.RECIPES[number - 1].describe(bool(self.summary.unlabeled))}), planned "
+                 f"{P.human(sum(c.estimate_s for c in found if not c.skip))} of the {P.human(max(seconds, 0))} left")
+        self.save()
 
     def _teacher_of(self, row: Row) -> str | None:
         return row.teacher or ("transformer" if row.role == "ensemble" else None)

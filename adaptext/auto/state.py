@@ -109,6 +109,7 @@ class AutoState:
     version: int = VERSION
     unspent_s: float = 0.0              # what the plan found no use for
     calibration: dict = field(default_factory=dict)   # cost key -> measured epoch over the estimate
+    recipes: list = field(default_factory=list)       # the students' recipe as planned, then after the teacher
     min_speed: Floor | None = None
     floor_met: bool | None = None
     winner: str | None = None
