@@ -7,6 +7,7 @@ sentences/s with its ratio to the teacher's, as auto's throughput pass measured 
 
     python benchmarks/auto_table.py                                   # every cell: hours of CPU
     python benchmarks/auto_table.py --datasets trec --budgets 3m --out /tmp/auto_smoke.json   # a smoke run
+    python benchmarks/auto_table.py --merge trec.json sst2.json ...     # pool cells run apart
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ def args():
     ap.add_argument("--threads", default=None, help="auto's --threads (default: as adaptext train chooses)")
     ap.add_argument("--keep", default=None, help="a folder to keep auto's runs in (default: a temporary one)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--merge", nargs="*", help="pool result files of this script (cells run apart) into --out instead")
     a = ap.parse_args()
     common.require_out(a, a.datasets != ",".join(CELLS) or a.budgets)
     return a
@@ -166,6 +168,9 @@ def cell(dataset: str, budget: str, a, root: Path) -> tuple[list[dict], str]:
 
 def main() -> None:
     a = args()
+    if a.merge:
+        print(common.write_merged("auto_table", a.merge, out=a.out))
+        return
     rows, notes = [], []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(a.keep or tmp)

@@ -89,8 +89,9 @@ def write(name: str, rows: list[dict], notes: str = "", out: str | Path | None =
 
 def markdown(doc: dict) -> str:
     rows = doc["rows"]
-    cols = [c for c in ("model", "variant", "dataset", "split", "length", "metric", "mean", "std", "n", "min", "max",
-                        "paper", "baseline", "ratio", "target", "seconds", "said") if any(c in r for r in rows)]
+    cols = [c for c in ("model", "variant", "dataset", "budget", "split", "length", "metric", "mean", "std", "n",
+                        "min", "max", "dev", "paper", "baseline", "ratio", "target", "seconds", "said")
+            if any(c in r for r in rows)]
     from adaptext.tables import markdown_table
     lines = [f"# {doc['benchmark']}", "", f"- command: `{doc['command']}`", f"- commit: `{doc['commit']}`",
              f"- date: {doc['date']}", f"- machine: {doc['machine']}", "",
@@ -215,7 +216,7 @@ MACHINES_SEP = " + "   # a merged row measured on several machines names each on
 
 
 def merge_docs(docs: list[dict]) -> list[dict]:
-    """Rows of the same (model, variant, dataset, split, metric) from several runs, values pooled
+    """Rows of the same (model, variant, dataset, split, metric, budget) from several runs, values pooled
     (parallel single-seed runs merged into one table); each row keeps its machine. A seed that
     two slices both hold for one row, or a speed row (its ratio measured within one run) in two
     slices, is an error rather than counted twice. Seconds are averaged over slices of one machine;
@@ -223,7 +224,7 @@ def merge_docs(docs: list[dict]) -> list[dict]:
     groups: dict = {}
     for d in docs:
         for r in d["rows"]:
-            key = (r["model"], r.get("variant"), r.get("dataset"), r.get("split"), r["metric"])
+            key = (r["model"], r.get("variant"), r.get("dataset"), r.get("split"), r["metric"], r.get("budget"))
             if key in groups and "ratio" in r:
                 raise ValueError(f"speed row {key} is in two slices; its ratio pools nothing: keep it in one")
             g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=[], seeds=[]))

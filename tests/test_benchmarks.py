@@ -97,6 +97,16 @@ def test_merge_refuses_a_seed_or_a_speed_row_twice(tmp_path):
                      out=tmp_path / "bad2.json")
 
 
+def test_rows_of_two_budgets_stay_apart_in_a_merge(tmp_path):
+    row = lambda budget, v: {"model": "transformer", "variant": "teacher", "dataset": "sst2", "budget": budget,
+                             "split": "test", "metric": "accuracy", "mean": v, "n": 1}
+    merged = write_merged("t", [_slice(tmp_path / "a.json", "cpu", [row("30m", 88.0)]),
+                                _slice(tmp_path / "b.json", "cpu", [row("2h", 89.0)])], out=tmp_path / "m.json")
+    rows = {r["budget"]: r["mean"] for r in json.loads(merged.read_text())["rows"]}
+    assert rows == {"30m": 88.0, "2h": 89.0}
+    assert "| transformer | teacher | sst2 | 2h | test |" in merged.with_suffix(".md").read_text()
+
+
 def test_length_deciles_of_an_earlier_result_are_read_back_per_seed(tmp_path):
     from attconv_length import earlier
     path = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "attconv_length.json"
