@@ -11,8 +11,9 @@ or the budget rule out stays in the plan, skipped, with the reason the report gi
 The budget is spent where the accuracy is: every candidate gets its minimum, the teacher its
 epochs, the others theirs; then what is left buys the students a richer recipe (``RECIPES``: the
 unlabelled texts, more augmented copies and epochs, a teacher ensemble of 2 and 3 seeds, a
-wider BiLSTM), the richest one the budget affords whole. Nothing caps a larger budget below the
-richest recipe, and the plan says what it leaves unspent.
+wider BiLSTM), the richest one the budget affords whole, and once the teacher has trained the
+richest one the time left affords at the speed measured so far (``replan``). Nothing caps a
+larger budget below the richest recipe, and the plan says what it leaves unspent.
 """
 from __future__ import annotations
 
