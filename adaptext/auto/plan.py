@@ -363,14 +363,15 @@ def replan(summary: DataSummary, seconds: float, calibration: dict, names: set, 
     ``make_plan`` does. The machine's speed is known by then, and the plan's coefficients, which
     err long by design, no longer leave the budget unspent."""
     kind = kinds[0] if kinds else summary.kind
+    trained = frozenset({TEACHER_NAME})
     found, logits = richest(lambda recipe: [c for c in pool(kind, recipe, unlabeled) if c.name in names], seconds,
-                            summary, kinds, multilabel, None, threads, calibration, trained={TEACHER_NAME})
-    allocate(found, seconds, logits, trained={TEACHER_NAME})
+                            summary, kinds, multilabel, None, threads, calibration, trained)
+    allocate(found, seconds, logits, trained)
     return found
 
 
 def richest(candidates, seconds: float, summary: DataSummary, kinds, multilabel: bool, missing, threads: int,
-            calibration: dict | None = None, trained: set = frozenset()) -> tuple[list, dict]:
+            calibration: dict | None = None, trained: frozenset = frozenset()) -> tuple[list, dict]:
     """The costed candidates (``candidates(recipe)``) of the richest recipe whose every candidate
     fits whole in ``seconds``, else of the poorest; the teacher logits each student needs."""
     for recipe in reversed(RECIPES):
@@ -393,7 +394,7 @@ def costed(found: list, summary: DataSummary, kinds, multilabel: bool, missing, 
     return found, logits
 
 
-def whole_cost(found: list, logits: dict, trained: set = frozenset()) -> float:
+def whole_cost(found: list, logits: dict, trained: frozenset = frozenset()) -> float:
     """The seconds of every candidate the data allow, each at its planned epochs (a student only
     with its teacher, planned or ``trained`` already)."""
     kept = [c for c in found if not c.skip]
@@ -408,7 +409,7 @@ def unspent(found: list, seconds: float) -> float:
     return max(0.0, seconds - sum(c.estimate_s for c in found if not c.skip))
 
 
-def allocate(found: list[Candidate], seconds: float, logits: dict, trained: set = frozenset()) -> None:
+def allocate(found: list[Candidate], seconds: float, logits: dict, trained: frozenset = frozenset()) -> None:
     """First every candidate at its minimum, in plan order, while the budget lasts (a student
     only with its teacher, kept or ``trained`` already; the first student of a teacher also pays
     for its logits); then what is left raises the teacher to its epochs, then each other kept

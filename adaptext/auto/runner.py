@@ -334,7 +334,7 @@ class Auto:
         self.save()
 
     def _teacher_of(self, row: Row) -> str | None:
-        return row.teacher or ("transformer" if row.role == "ensemble" else None)
+        return row.teacher or (P.TEACHER_NAME if row.role == "ensemble" else None)
 
     def _teachers(self, row: Row) -> list:
         """The names of a student's teachers: its teacher, with every seed of the ensemble that finished."""
@@ -363,10 +363,10 @@ class Auto:
             return None
         names = {"bilstm-distilled": self.out / narrow.name}
         if floor.relative:
-            names["transformer"] = self.out / "transformer"
+            names[P.TEACHER_NAME] = self.out / P.TEACHER_NAME
         speeds = measure_runs(names, self.dev_inputs[:4 * BATCH], rounds=1)
         wide = speeds["bilstm-distilled"] / P.WIDE_SLOWDOWN
-        reach = wide / speeds["transformer"] if floor.relative else wide
+        reach = wide / speeds[P.TEACHER_NAME] if floor.relative else wide
         if reach >= floor.value:
             return None
         return (f"a BiLSTM of {P.WIDE_HIDDEN} units would predict about {reach:,.1f}"
@@ -465,7 +465,7 @@ class Auto:
         self.say(f"measuring the throughput of {len(rows)} runs together ({ROUNDS} interleaved rounds over "
                  f"{min(len(self.dev_inputs), SPEED_TEXTS)} dev texts, {THREADS} thread, CPU time)")
         speeds = measure_runs({r.name: self.out / r.name for r in rows}, self.dev_inputs)
-        teacher = speeds.get("transformer")
+        teacher = speeds.get(P.TEACHER_NAME)
         for r in rows:
             r.speed = round(speeds[r.name], 1)
             r.ratio = round(speeds[r.name] / teacher, 2) if teacher else None
