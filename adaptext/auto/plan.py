@@ -217,12 +217,13 @@ def pool(kind: ExampleKind, recipe: Recipe = RECIPES[2], unlabeled: str | None =
     if not text:
         found.append(Candidate("attconv", {"model": "attconv", "variant": "light", "epochs": 10}))
     found.append(Candidate(TEACHER_NAME, dict(TEACHER), role="teacher"))
-    number = RECIPES.index(recipe) + 1
     found += [Candidate(f"transformer-seed{k + 1}", dict(TEACHER), role="ensemble", optional=k >= recipe.teachers,
-                        seed_offset=k, recipe=number) for k in (1, 2)]
+                        seed_offset=k) for k in (1, 2)]
     found += students(text, recipe, unlabeled)
     for c in found:
         c.work = float(c.options["epochs"])
+        if c.role in ("ensemble", "student"):
+            c.recipe = RECIPES.index(recipe) + 1
     return found
 
 
@@ -240,7 +241,7 @@ def students(text: bool, recipe: Recipe, unlabeled: str | None) -> list[Candidat
         found.append(Candidate("attconv-distilled", {"model": "attconv", "variant": "light", **distill,
                                                      "epochs": recipe.epochs}))
     for c in found:
-        c.teacher, c.role, c.ensemble, c.recipe = TEACHER_NAME, "student", recipe.teachers, RECIPES.index(recipe) + 1
+        c.teacher, c.role, c.ensemble = TEACHER_NAME, "student", recipe.teachers
     return found
 
 

@@ -316,9 +316,7 @@ class Auto:
         only = self.options.get("only")
         rows = {r.name: r for r in self.state.candidates if r.role in ("ensemble", "student") and
                 (not only or r.name in only) and (r.status == "pending" or r.retry or r.reason == P.NOT_IN_RECIPE)}
-        speedup = P.threads_speedup(speed_threads(self.options))
-        measuring = sum(P.speed_seconds(r.model, self.summary, speedup) for r in self.state.candidates if r.done)
-        seconds = self.remaining() - P.FINISH_S - (0 if self.warm else P.START_S) - measuring
+        seconds = self.remaining() - P.FINISH_S - (0 if self.warm else P.START_S) - self._measuring()
         found = P.replan(self.summary, seconds, self.state.calibration, set(rows), (self.summary.kind,),
                          self.summary.multilabel, speed_threads(self.options), self.state.identity.get("unlabeled"))
         for c in found:
@@ -376,11 +374,14 @@ class Auto:
         """When the candidate's training must stop (perf_counter time): the budget's end, less its
         evaluation, the throughput pass of it and of the candidates done, the minimum of the
         candidates planned after it, and the report."""
-        speedup = P.threads_speedup(speed_threads(self.options))
-        measuring = sum(P.speed_seconds(r.model, self.summary, speedup) for r in self.state.candidates
-                        if r.done or r is row)
-        after = P.RUN_S + measuring + P.FINISH_S + self._reserved(row)
+        after = P.RUN_S + self._measuring(row) + P.FINISH_S + self._reserved(row)
         return self.started + self.state.budget_s - self.before - after
+
+    def _measuring(self, row: Row | None = None) -> float:
+        """The throughput pass's seconds for the candidates done (and ``row``)."""
+        speedup = P.threads_speedup(speed_threads(self.options))
+        return sum(P.speed_seconds(r.model, self.summary, speedup) for r in self.state.candidates
+                   if r.done or r is row)
 
     def _reserved(self, row: Row) -> float:
         """The seconds the candidates planned after this one need at least, those of them whose
