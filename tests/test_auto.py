@@ -53,7 +53,7 @@ def test_a_small_budget_plans_the_baselines_and_skips_the_teacher_saying_why():
     teacher = next(c for c in found if c.name == "transformer")
     assert teacher.skip.startswith("needs ") and "; the budget leaves " in teacher.skip
     students = [c for c in found if c.role == "student"]
-    assert [c.teacher for c in students] == ["transformer"] * 3
+    assert [c.teacher for c in students] == ["transformer"] * 4
     assert all(c.skip in ("its teacher, transformer, is not trained", "not in the recipe the budget affords")
                for c in students)
     assert sum(c.estimate_s for c in found if not c.skip) <= 180 - P.START_S - P.FINISH_S
@@ -62,12 +62,22 @@ def test_a_small_budget_plans_the_baselines_and_skips_the_teacher_saying_why():
 def test_a_large_budget_plans_the_teacher_and_its_students_with_their_epochs():
     found = P.make_plan(TREC, 4 * 3600, encoder=True, threads=2)
     assert planned(found) == ["fasttext", "bov", "kim_cnn", "kim_cnn-vectors", "transformer", "transformer-seed2",
-                              "transformer-seed3", "bilstm-distilled", "kim_cnn-distilled", "bilstm-wide-distilled"]
+                              "transformer-seed3", "bilstm-pieces-distilled", "bilstm-distilled", "kim_cnn-distilled",
+                              "bilstm-wide-distilled"]
     by = {c.name: c for c in found}
     assert by["transformer"].options == {**P.TEACHER}
     richest = P.RECIPES[-1]
     assert by["bilstm-distilled"].options == {**P.BILSTM, "alpha": 0.0, "augment": richest.copies,
                                               "epochs": richest.epochs}
+    assert by["bilstm-pieces-distilled"].options == {**by["bilstm-distilled"].options, "tokenizer": "subword",
+                                                     "embeddings": "transformer", "embedding_mode": "static"}
+    # its pieces' vectors are the encoder's input rows: no pass of the encoder over the vocabulary
+    assert by["bilstm-pieces-distilled"].key == "lstm-pieces"
+    pieces, words = (P.Candidate(n, dict(by[n].options), "transformer") for n in ("bilstm-pieces-distilled",
+                                                                                   "bilstm-distilled"))
+    assert P.cost_candidate(pieces, TREC, 2) == P.cost_candidate(words, TREC, 2) > 0     # the same teacher logits
+    assert pieces.fixed_s == pytest.approx(words.fixed_s + P.ENCODER_LOAD_S)
+    assert pieces.epoch_s < words.epoch_s
     assert by["bilstm-wide-distilled"].options["hidden"] == P.WIDE_HIDDEN
     assert [by[f"transformer-seed{k}"].seed_offset for k in (2, 3)] == [1, 2]
     assert by["kim_cnn-vectors"].options["embeddings"] == "transformer"
@@ -337,7 +347,7 @@ def test_three_hours_plan_more_for_the_students_than_one_hour(capsys, tmp_path):
 
     def copies(rows, name):                                  # "20+u": 20 copies, and the unlabelled texts
         return int(re.match(r"\d+", rows[name][3]).group())
-    students = ("bilstm-distilled", "kim_cnn-distilled")
+    students = ("bilstm-pieces-distilled", "bilstm-distilled", "kim_cnn-distilled")
     assert all(copies(three, n) > copies(hour, n) for n in students) or \
         len([r for r in three.values() if "pending" in r]) > len([r for r in hour.values() if "pending" in r])
     assert "pending" in three["transformer-seed2"] and "pending" in three["bilstm-wide-distilled"]
