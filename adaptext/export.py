@@ -2,7 +2,7 @@
 ONNX runtime), e.g. ``adaptext export runs/trec --out exported/trec``.
 
 The export directory holds ``model.onnx``, the run's ``vocab.json``, ``labels.json`` and
-``config.json``, and ``export.json``: what the graph reads and returns, how to turn text into
+``config.json`` (and a subword run's ``tokenizer.json``, its word pieces), and ``export.json``: what the graph reads and returns, how to turn text into
 its inputs, and the check made at export time. The graph reads token ids and lengths:
 
     text [batch, length] int64       ids from vocab.json (0 = <pad>, 1 = <unk>), padded with 0
@@ -42,6 +42,7 @@ from .data.examples import ExampleKind
 from .runs.files import write_atomic
 from .runs.inputs import as_input_list
 from .runs.pipeline import logits_of, probabilities
+from .runs.spec import PIECES
 
 INPUTS = {ExampleKind.TEXT: ("text", "lengths"), ExampleKind.PAIR: ("text", "lengths", "pair", "pair_lengths"),
           ExampleKind.CONTEXTS: ("text", "lengths", "contexts", "context_lengths")}
@@ -301,6 +302,11 @@ def _compare(graph: ExportGraph, session, names, checks) -> tuple[float, float]:
     return diff, diff_logits
 
 
+# how text becomes tokens: a word-level run's settings, or a subword run's pieces
+TOKENISE = {False: "vocab.json's tokenizer settings",
+            True: f"{PIECES} (the tokenizers library's file: its pieces, no special tokens)"}
+
+
 def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = None, log=print) -> dict:
     """Export the run in ``run_dir`` to ``out_dir`` (see the module docstring); its manifest."""
     from .api import Classifier
@@ -321,7 +327,8 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
         (out / stale).unlink(missing_ok=True)
     onnx_path = out / "model.onnx"
     done = export_model(clf.model, clf.kind, clf.labels.multilabel, len(clf.encoder.vocab), onnx_path, length, opset)
-    for name in ("vocab.json", "labels.json", "config.json"):
+    pieces = (run / PIECES).is_file()
+    for name in ("vocab.json", "labels.json", "config.json") + (PIECES,) * pieces:
         shutil.copyfile(run / name, out / name)
     manifest = {
         "format": "onnx", "model": clf.config.model, "kind": clf.kind, "file": onnx_path.name,
@@ -329,7 +336,7 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
         "probabilities": "sigmoid" if clf.labels.multilabel else "softmax",
         "length": length, "max_length": clf.config.max_length,
         "fixed_length": clf.model.fixed_length or None,
-        "encoding": "tokenise with vocab.json's tokenizer settings; ids from its tokens (else 1, <unk>); cut at "
+        "encoding": f"tokenise with {TOKENISE[pieces]}; ids from vocab.json's tokens (else 1, <unk>); cut at "
                     "max_length (and fixed_length, length when set); an empty text is one <unk> (an empty pair or context has length 0); pad with 0 to the "
                     "batch's longest text and at least min_length positions (exactly length when set)",
         "labels": clf.labels.labels,

@@ -171,3 +171,22 @@ def test_graph_inputs_and_the_output_folder_are_checked(kim_run, tmp_path):
     assert not (kim_run / "model.onnx").exists()
     (tmp_path / "afile").write_text("x")
     assert main(["export", str(kim_run), "--out", str(tmp_path / "afile")]) == 2
+
+
+def test_a_run_reading_word_pieces_exports_its_tokenizer(questions, tmp_path):
+    """A subword run's export carries its tokenizer.json: the bundle alone turns text into the
+    graph's ids (the tokenizers library's pieces, their rows in vocab.json) and predicts as the run."""
+    tokenizers = pytest.importorskip("tokenizers")
+    run, out = tmp_path / "pieces", tmp_path / "onnx"
+    train_run({"out": str(run), "model": "lstm", "layers": 1, "hidden": 8, "tokenizer": "subword", **questions, **TINY})
+    assert main(["export", str(run), "--out", str(out)]) == 0
+    assert (out / "tokenizer.json").read_bytes() == (run / "tokenizer.json").read_bytes()
+    assert "tokenizer.json" in json.loads((out / "export.json").read_text())["encoding"]
+    pieces = tokenizers.Tokenizer.from_file(str(out / "tokenizer.json"))
+    row = {t: k for k, t in enumerate(json.loads((out / "vocab.json").read_text())["tokens"])}
+    texts = [q for q in QUESTIONS if q]
+    ids = [[row.get(p, 1) for p in pieces.encode(t, add_special_tokens=False).tokens] for t in texts]
+    width = max(map(len, ids))
+    feeds = {"text": np.array([i + [0] * (width - len(i)) for i in ids], dtype=np.int64),
+             "lengths": np.array([len(i) for i in ids], dtype=np.int64)}
+    np.testing.assert_allclose(run_onnx(out, feeds), adaptext.load(run).predict_proba(texts), atol=1e-5)
