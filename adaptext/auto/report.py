@@ -206,7 +206,8 @@ def frontier_plot(state: AutoState, path: Path) -> None:
 def plan_text(state: AutoState, budget_s: float) -> str:
     """The plan as --dry-run prints it: each candidate's epochs, augmented copies (students; +u:
     the unlabelled texts too) and estimated minutes, and what the plan leaves unspent."""
-    lines = [f"{'candidate':<22} {'model':<12} {'epochs':>8} {'copies':>6} {'minutes':>8}  status"]
+    width = max(len("candidate"), *(len(r.name) for r in state.candidates))
+    lines = [f"{'candidate':<{width}} {'model':<12} {'epochs':>8} {'copies':>6} {'minutes':>8}  status"]
     total = 0.0
     for r in state.candidates:
         opts = r.plan.options
@@ -216,7 +217,7 @@ def plan_text(state: AutoState, budget_s: float) -> str:
         status = r.status + (f": {r.reason}" if r.reason else "")
         minutes = f"{r.estimate_s / 60:.1f}" if planned else "-"
         copies = str(opts.get("augment", "")) + ("+u" if opts.get("unlabeled") else "")
-        lines.append(f"{r.name:<22} {r.model:<12} {work:>8} {copies:>6} {minutes:>8}  {status}")
+        lines.append(f"{r.name:<{width}} {r.model:<12} {work:>8} {copies:>6} {minutes:>8}  {status}")
     lines.append(f"about {total / 60:.1f} min to train of the {budget_s / 60:.1f} min budget "
                  f"({state.elapsed_s / 60:.1f} spent before; the plan leaves {state.unspent_s / 60:.1f} min unspent)")
     return "\n".join(lines)
