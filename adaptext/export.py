@@ -2,8 +2,9 @@
 ONNX runtime), e.g. ``adaptext export runs/trec --out exported/trec``.
 
 The export directory holds ``model.onnx``, the run's ``vocab.json``, ``labels.json`` and
-``config.json`` (and a subword run's ``tokenizer.json``, its word pieces), and ``export.json``: what the graph reads and returns, how to turn text into
-its inputs, and the check made at export time. The graph reads token ids and lengths:
+``config.json`` (and a subword run's ``tokenizer.json``, its word pieces), and ``export.json``:
+what the graph reads and returns, how to turn text into its inputs, and the check made at export
+time. The graph reads token ids and lengths:
 
     text [batch, length] int64       ids from vocab.json (0 = <pad>, 1 = <unk>), padded with 0
     lengths [batch] int64            tokens per text (at least 1: an empty text is one <unk>)
@@ -323,7 +324,7 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
     if length is not None:                     # before an earlier export in --out is removed
         check_length_fits(clf.model, length)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("export.json", "model.onnx"):             # nothing of an earlier export survives a failed one
+    for stale in ("export.json", "model.onnx", PIECES):             # nothing of an earlier export survives a failed one
         (out / stale).unlink(missing_ok=True)
     onnx_path = out / "model.onnx"
     done = export_model(clf.model, clf.kind, clf.labels.multilabel, len(clf.encoder.vocab), onnx_path, length, opset)

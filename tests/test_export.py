@@ -173,7 +173,7 @@ def test_graph_inputs_and_the_output_folder_are_checked(kim_run, tmp_path):
     assert main(["export", str(kim_run), "--out", str(tmp_path / "afile")]) == 2
 
 
-def test_a_run_reading_word_pieces_exports_its_tokenizer(questions, tmp_path):
+def test_a_run_reading_word_pieces_exports_its_tokenizer(questions, kim_run, tmp_path):
     """A subword run's export carries its tokenizer.json: the bundle alone turns text into the
     graph's ids (the tokenizers library's pieces, their rows in vocab.json) and predicts as the run."""
     tokenizers = pytest.importorskip("tokenizers")
@@ -190,3 +190,5 @@ def test_a_run_reading_word_pieces_exports_its_tokenizer(questions, tmp_path):
     feeds = {"text": np.array([i + [0] * (width - len(i)) for i in ids], dtype=np.int64),
              "lengths": np.array([len(i) for i in ids], dtype=np.int64)}
     np.testing.assert_allclose(run_onnx(out, feeds), adaptext.load(run).predict_proba(texts), atol=1e-5)
+    assert main(["export", str(kim_run), "--out", str(out)]) == 0          # a word-level run exported over it
+    assert not (out / "tokenizer.json").exists()
