@@ -39,6 +39,10 @@ from ..config import RunConfig
 
 P_MASK, P_POS, P_NGRAM, MAX_N = 0.1, 0.1, 0.25, 5     # Tang et al. (2019), Section 3.2
 CHUNK = 512                                           # texts per cached chunk of teacher logits
+# texts per batch of the teacher's logits: fewer pad positions in a batch of similar lengths; the
+# auto teacher read SST-2 sentences at 236 a second in batches of 64 against 211 in batches of 256
+# (2 threads, the median of 3 interleaved rounds over 2,048 texts, 2026-11-29)
+LOGITS_BATCH = 64
 MASK = "<unk>"
 DISTILLED = (ExampleKind.TEXT, ExampleKind.PAIR)     # the kinds a teacher's logits are read on
 
@@ -169,7 +173,7 @@ def one_teacher_logits(teacher_dir, examples: list, student_labels: list[str], l
         if not path.is_file():
             if start % (CHUNK * 20) == 0:
                 log(f"teacher logits: {start}/{len(examples)} texts ({Path(teacher_dir).name})")
-            _save(path, teacher.pipeline.logits(teacher.pipeline.items([ex.as_input() for ex in part])))
+            _save(path, teacher.pipeline.logits(teacher.pipeline.items([ex.as_input() for ex in part]), LOGITS_BATCH))
         chunks.append(np.load(path))
     order = [teacher.labels.labels.index(l) for l in student_labels]
     return np.concatenate(chunks)[:, order]
