@@ -303,11 +303,6 @@ def _compare(graph: ExportGraph, session, names, checks) -> tuple[float, float]:
     return diff, diff_logits
 
 
-# how text becomes tokens: a word-level run's settings, or a subword run's pieces
-TOKENISE = {False: "vocab.json's tokenizer settings",
-            True: f"{PIECES} (the tokenizers library's file: its pieces, no special tokens)"}
-
-
 def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = None, log=print) -> dict:
     """Export the run in ``run_dir`` to ``out_dir`` (see the module docstring); its manifest."""
     from .api import Classifier
@@ -324,20 +319,22 @@ def export_run(run_dir, out_dir, length: int | None = None, opset: int | None = 
     if length is not None:                     # before an earlier export in --out is removed
         check_length_fits(clf.model, length)
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("export.json", "model.onnx", PIECES):             # nothing of an earlier export survives a failed one
+    for stale in ("export.json", "model.onnx", PIECES):     # nothing of an earlier export survives a failed one
         (out / stale).unlink(missing_ok=True)
     onnx_path = out / "model.onnx"
     done = export_model(clf.model, clf.kind, clf.labels.multilabel, len(clf.encoder.vocab), onnx_path, length, opset)
-    pieces = (run / PIECES).is_file()
-    for name in ("vocab.json", "labels.json", "config.json") + (PIECES,) * pieces:
+    pieces = (run / PIECES).is_file()                       # a subword run: text is split by its word pieces
+    for name in ["vocab.json", "labels.json", "config.json"] + ([PIECES] if pieces else []):
         shutil.copyfile(run / name, out / name)
+    tokenise = f"{PIECES} (the tokenizers library's file; no special tokens)" if pieces else \
+        "vocab.json's tokenizer settings"
     manifest = {
         "format": "onnx", "model": clf.config.model, "kind": clf.kind, "file": onnx_path.name,
         "inputs": list(INPUTS[clf.kind]), "outputs": ["logits", "probs"],
         "probabilities": "sigmoid" if clf.labels.multilabel else "softmax",
         "length": length, "max_length": clf.config.max_length,
         "fixed_length": clf.model.fixed_length or None,
-        "encoding": f"tokenise with {TOKENISE[pieces]}; ids from vocab.json's tokens (else 1, <unk>); cut at "
+        "encoding": f"tokenise with {tokenise}; ids from vocab.json's tokens (else 1, <unk>); cut at "
                     "max_length (and fixed_length, length when set); an empty text is one <unk> (an empty pair or context has length 0); pad with 0 to the "
                     "batch's longest text and at least min_length positions (exactly length when set)",
         "labels": clf.labels.labels,
