@@ -24,6 +24,9 @@ from pathlib import Path
 import common  # noqa: E402
 
 BILSTM = {"model": "lstm", "layers": 1, "bidirectional": True, "batch_size": 64, "alpha": 0.0, "epochs": 5}
+# the encoder's word pieces through its own input vectors, kept fixed: a word the transfer set
+# lacks still reaches the student as the teacher's encoder knows it (adaptext auto's first student)
+PIECES = {"tokenizer": "subword", "embeddings": "transformer", "embedding_mode": "static", "lr_schedule": "linear"}
 STUDENTS = {
     "bilstm-64": ({**BILSTM, "hidden": 64}, "one-layer BiLSTM (64 a direction)"),
     "bilstm-128": ({**BILSTM, "hidden": 128}, "one-layer BiLSTM (128 a direction)"),
@@ -43,6 +46,18 @@ STUDENTS = {
                                 "embedding_mode": "multichannel", "embedding_words": 400_000},
                                "one-layer BiLSTM (64 a direction) over GloVe 50-d multichannel with all its words, "
                                "learning rate decayed linearly to 0"),
+    "pieces-64": ({**BILSTM, **PIECES, "hidden": 64},
+                  "one-layer BiLSTM (64 a direction) over MiniLM's word pieces and fixed input vectors, learning "
+                  "rate decayed linearly to 0"),
+    "pieces-128": ({**BILSTM, **PIECES, "hidden": 128},
+                   "one-layer BiLSTM (128 a direction) over MiniLM's word pieces and fixed input vectors, learning "
+                   "rate decayed linearly to 0"),
+    "pieces-2x64": ({**BILSTM, **PIECES, "hidden": 64, "layers": 2},
+                    "two-layer BiLSTM (64 a direction) over MiniLM's word pieces and fixed input vectors, learning "
+                    "rate decayed linearly to 0"),
+    "pieces-128-kl2": ({**BILSTM, **PIECES, "hidden": 128, "distill_loss": "kl", "temperature": 2.0},
+                       "one-layer BiLSTM (128 a direction) over MiniLM's word pieces and fixed input vectors, KL at "
+                       "temperature 2, learning rate decayed linearly to 0"),
 }
 
 
@@ -56,6 +71,8 @@ def args():
     ap.add_argument("--students", default="bilstm-64")
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of each student's training")
+    ap.add_argument("--accelerator", default="cpu", help="where the students train (throughput is always measured "
+                                                       "on the CPU, where --teacher is given)")
     ap.add_argument("--keep", type=Path, default=Path.home() / ".cache" / "adaptext" / "runs" / "logits_students")
     ap.add_argument("--out", default=None)
     ap.add_argument("--note", default="", help="a sentence added to the notes (what the transfer set's files are)")
@@ -68,7 +85,7 @@ def student(name: str, seed: int, a) -> dict:
     options, _ = STUDENTS[name]
     run = RunDir(a.keep / f"{name}-seed{seed}")
     opts = {**options, "teacher_logits": str(Path(a.logits).resolve()), "seed": seed, "threads": a.threads,
-            "progress": False, "out": str(run.path)}
+            "accelerator": a.accelerator, "progress": False, "out": str(run.path)}
     if run.state is not RunState.NEW:          # finished: read back; cut short: resumed
         return trained(run, opts, log=lambda m: None)
     return distill_run([], opts, log=lambda m: print(m, file=sys.stderr, flush=True))
@@ -153,8 +170,9 @@ def main() -> None:
     names, seeds = a.students.split(","), [int(s) for s in a.seeds.split(",")]
     results: dict = {n: [] for n in names}
     notes = (f"Students distilled from `{Path(a.logits).name}` (adaptext logits: {transfer_of(a.logits)}), MSE "
-             f"on the logits only (alpha 0), batch 64, random word vectors unless the student names GloVe, each at {a.threads} torch thread; test "
-             f"accuracy over seeds {a.seeds}. Throughput: adaptext.auto.speed (every model and the teacher "
+             f"on the logits only (alpha 0) unless the student names KL, batch 64, random word vectors unless it "
+             f"names others, trained on {a.accelerator} at {a.threads} torch thread(s); test accuracy over seeds "
+             f"{a.seeds}. Throughput: adaptext.auto.speed (every model and the teacher "
              f"loaded in one process, the first 1,000 test sentences, batch 64, one torch thread, CPU time, "
              f"five rounds interleaved, the median), seed {seeds[0]}'s runs. {a.note}").rstrip()
     teachers = teacher_rows(a.teacher, file_options(a.logits)[1]["data"])
