@@ -27,12 +27,14 @@ from pathlib import Path
 
 import cells  # noqa: E402
 import common  # noqa: E402
+import logits_students  # noqa: E402
 
 KIM = {"embeddings": str(common.GLOVE), "embedding_mode": "non-static"}
 TREE_DATA = {"sst2": "sst2-trees", "trec": "trec"}      # tree models train on trees, TREC parsed
 THREADS = 2                                              # every point predicts on 2 CPU threads
 # the phrase teachers, their ensemble and its students (benchmarks/logits_students.py --teacher RUN1,RUN2,RUN3)
 PHRASES = "distill_phrases"
+PIECES = "logits_students_pieces"      # the same ensemble's students over MiniLM's word pieces
 # distilled students: (distill_table's student name, label, the table holding its SST-2 rows, its TREC
 # rows); the convolutional students' TREC rows are distill_trec_mask's, distilled with the teacher
 # reading its own mask token, as every recurrent student was; the recurrent students' TREC rows are
@@ -106,7 +108,8 @@ def points() -> list[dict]:
 def phrase_points() -> list[dict]:
     """SST-2's phrase teachers (trained on the training trees' labelled phrases), their 3-teacher
     ensemble (timed as three teachers reading every sentence) and the BiLSTMs distilled from the
-    seed-1 teacher's and the ensemble's logits files, as ``PHRASES`` recorded them."""
+    seed-1 teacher's and the ensemble's logits files, as ``PHRASES`` recorded them, and over MiniLM's
+    word pieces, as ``PIECES`` did."""
     pts = [{"label": "transformer (MiniLM-L6), SST phrases", "options": dict(cells.TEACHER),
             "acc": {"sst2": [(PHRASES, "transformer", "teacher")]}},
            {"label": "3 phrase teachers (ensemble)", "options": dict(cells.TEACHER), "members": 3,
@@ -118,6 +121,11 @@ def phrase_points() -> list[dict]:
                    f"decayed linearly to 0")
         pts.append({"label": f"BiLSTM (1 layer, {hidden} units) distilled, phrases and copies, {teachers}",
                     "options": {**options, "hidden": hidden}, "acc": {"sst2": [(PHRASES, "lstm", variant)]}})
+    # the same student reading MiniLM's word pieces through its fixed input vectors (adaptext auto's first student)
+    pieces, described = logits_students.STUDENTS["pieces-64"]
+    pts.append({"label": "BiLSTM (1 layer, 64 units) over word pieces distilled, phrases and copies, 3 teachers",
+                "options": {**options, **{k: pieces[k] for k in ("tokenizer", "embeddings", "embedding_mode")}},
+                "acc": {"sst2": [(PIECES, "lstm", f"from sst2-phrases-aug10-ensemble3, {described}")]}})
     return pts
 
 
@@ -291,7 +299,8 @@ def main() -> None:
              "TREC column). " + distilled_note() + f" SST-2's phrase teachers (3 seeds, trained on the training "
              f"trees' labelled phrases), their ensemble (timed as three teacher passes over each sentence) and the "
              f"BiLSTMs distilled from the seed-1 teacher's and the ensemble's logits over the sentences, 10 copies "
-             f"of each and the phrases: {PHRASES}.json." + common.quick_note(a.quick))
+             f"of each and the phrases: {PHRASES}.json; from the ensemble's over MiniLM's word pieces and its fixed "
+             f"input vectors: {PIECES}.json." + common.quick_note(a.quick))
     path = common.write("frontier", rows, notes, a.out)
     plot(rows, path.with_suffix(".png"))
     print(path.with_suffix(".md").read_text())
