@@ -12,7 +12,6 @@ sentences/s with its ratio to the teacher's, as auto's throughput pass measured 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import random
 import subprocess
@@ -24,7 +23,6 @@ from pathlib import Path
 import common  # noqa: E402
 
 CELLS = {"mr": ("30m", "2h"), "subj": ("30m",), "trec": ("30m",), "sst2": ("30m", "2h")}
-FOLDED = ("mr", "subj")                  # cross-validated sets: one stratified fold is the test split
 C_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 BASELINES = ("baseline",)                # auto's roles whose training time fastText autotune is given
 
@@ -44,32 +42,13 @@ def args():
 
 
 # ------------------------------------------------------------------ the splits, as files auto and the peers read
-def splits(dataset: str) -> tuple[list, list, list]:
-    """(train, dev, test) examples: the named splits (a dev held out of train as adaptext holds it
-    out), or for MR and SUBJ fold 1 of the 10 stratified folds as test."""
-    from adaptext.data.datasets import holdout, load_named
-    s = load_named(dataset, str(common.DATA))
-    if s.folds:
-        tr, te = s.folds[0]
-        train, dev = holdout([s.train[i] for i in tr])
-        return train, dev, [s.train[i] for i in te]
-    return list(s.train), list(s.dev), list(s.test)
-
-
-def write_split(examples: list, path: Path) -> str:
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["text", "label"])
-        w.writerows([ex.text, ex.label] for ex in examples)
-    return str(path)
-
-
 def auto_data(dataset: str, train, dev, test, folder: Path) -> list[str]:
     """auto's data options: a named set as it is; a folded one as its fold's files."""
-    if dataset not in FOLDED:
+    if dataset not in common.FOLDED:
         return ["--data", dataset, "--data-dir", str(common.DATA)]
-    return ["--data", write_split(train, folder / "train.csv"), "--dev", write_split(dev, folder / "dev.csv"),
-            "--test", write_split(test, folder / "test.csv")]
+    write = common.write_split
+    return ["--data", write(train, folder / "train.csv"), "--dev", write(dev, folder / "dev.csv"),
+            "--test", write(test, folder / "test.csv")]
 
 
 # ------------------------------------------------------------------ the peers
@@ -148,7 +127,7 @@ def cell_rows(dataset: str, budget: str, state: dict, peers: dict) -> list[dict]
 def cell(dataset: str, budget: str, a, root: Path) -> tuple[list[dict], str]:
     folder = root / dataset
     folder.mkdir(parents=True, exist_ok=True)
-    train, dev, test = splits(dataset)
+    train, dev, test = common.fold_split(dataset)          # MR and SUBJ: fold 1 of 10 as the test split
     result, state, wall = run_auto(dataset, budget, a, folder, auto_data(dataset, train, dev, test, folder))
     baselines = sum(c["train_s"] or 0 for c in state["candidates"] if c["status"] == "done" and c["role"] in BASELINES)
     say(f"{dataset} {budget}: auto chose {result['winner']} in {wall:.0f} s; TF-IDF + logistic regression next")

@@ -104,7 +104,12 @@ STUDENTS = {"kim_cnn": ({}, ""), "ac_cnn": ({}, ""),
             "bilstm-pieces": ({"model": "lstm", **ONE_LAYER, "tokenizer": "subword"},
                               ", one-layer BiLSTM over word pieces"),
             "biqrnn-pieces": ({"model": "qrnn", **ONE_LAYER, "tokenizer": "subword"},
-                              ", one-layer bidirectional QRNN over word pieces")}
+                              ", one-layer bidirectional QRNN over word pieces"),
+            # adaptext auto's first student: the 64-unit BiLSTM over the teacher's word pieces through
+            # the encoder's own input vectors, kept fixed
+            "bilstm-64-minilm": ({"model": "lstm", **ONE_LAYER, "hidden": 64, "tokenizer": "subword",
+                                  "embeddings": "transformer", "embedding_mode": "static"},
+                                 ", one-layer BiLSTM (64 a direction) over MiniLM's word pieces and fixed input vectors")}
 TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}
 
 # ---------------------------------------------------------------------------- kim_speed.py

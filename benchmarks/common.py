@@ -139,13 +139,44 @@ def sentences_per_s(predict, texts: list, before_pass=lambda: None, repeats: int
 
 
 # the named dataset of each dataset the distillation table and the speed scripts read test sentences of
-DATA_NAME = {"sst2": "sst2", "sst1": "sst1", "trec": "trec"}
+DATA_NAME = {"sst2": "sst2", "sst1": "sst1", "trec": "trec", "mr": "mr", "subj": "subj"}
+FOLDED = ("mr", "subj")         # no test split: 10 stratified folds, each the test split of its own runs
 
 
 def test_texts(dataset: str, n: int = 1000) -> list[str]:
-    """The first ``n`` test sentences of ``dataset`` (a key of ``DATA_NAME``): what the speed rows time."""
+    """The first ``n`` test sentences of ``dataset`` (a key of ``DATA_NAME``; a folded one's fold 1):
+    what the speed rows time."""
+    return [ex.text for ex in fold_split(dataset)[2][:n]]
+
+
+def fold_split(dataset: str, fold: int = 1) -> tuple[list, list, list]:
+    """(train, dev, test) examples of ``dataset``: its named splits, or for a folded one (MR, SUBJ)
+    fold ``fold`` of the 10 stratified folds as test and a dev held out of the rest, as a
+    cross-validated adaptext run holds them."""
     from adaptext.data.datasets import load_named
-    return [ex.text for ex in load_named(DATA_NAME[dataset], str(DATA)).test[:n]]
+    from adaptext.runs.splits import fold_splits
+    s = load_named(DATA_NAME.get(dataset, dataset), str(DATA))
+    train, dev, test = fold_splits(s, fold) if s.folds else (s.train, s.dev, s.test)
+    return list(train), list(dev), list(test)
+
+
+def fold_files(dataset: str, fold: int, folder: Path) -> dict:
+    """A folded dataset's fold as the data options of a run: its train, dev and test files (CSV)
+    written under ``folder``."""
+    train, dev, test = fold_split(dataset, fold)
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"data": write_split(train, folder / "train.csv"), "dev": write_split(dev, folder / "dev.csv"),
+            "test": write_split(test, folder / "test.csv")}
+
+
+def write_split(examples: list, path: Path) -> str:
+    """``examples`` as a CSV file with a text and a label column; its path."""
+    import csv
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        w.writerows([ex.text, ex.label] for ex in examples)
+    return str(path)
 
 
 def quick_note(quick: bool) -> str:
@@ -217,8 +248,8 @@ MACHINES_SEP = " + "   # a merged row measured on several machines names each on
 
 def merge_docs(docs: list[dict]) -> list[dict]:
     """Rows of the same (model, variant, dataset, split, metric, budget) from several runs, values pooled
-    (parallel single-seed runs merged into one table); each row keeps its machine. A seed that
-    two slices both hold for one row, or a speed row (its ratio measured within one run) in two
+    (parallel single-seed runs merged into one table); each row keeps its machine. A seed (a seed
+    and fold, where a row has ``folds``) that two slices both hold for one row, or a speed row (its ratio measured within one run) in two
     slices, is an error rather than counted twice. Seconds are averaged over slices of one machine;
     a row measured on several has none."""
     groups: dict = {}
@@ -227,11 +258,12 @@ def merge_docs(docs: list[dict]) -> list[dict]:
             key = (r["model"], r.get("variant"), r.get("dataset"), r.get("split"), r["metric"], r.get("budget"))
             if key in groups and "ratio" in r:
                 raise ValueError(f"speed row {key} is in two slices; its ratio pools nothing: keep it in one")
-            g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=[], seeds=[]))
-            twice = set(g["seeds"]) & set(r.get("seeds", ()))
+            g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=[], seeds=[], folds=[]))
+            twice = set(_units(g)) & set(_units(r))
             if twice:
                 raise ValueError(f"seed(s) {sorted(twice)} of {key} are in two slices")
             g["seeds"] += r.get("seeds", [])
+            g["folds"] += r.get("folds", [])
             g["values"] += r.get("values", [r.get("mean")])
             if r.get("seconds") is not None:
                 g["_secs"].append(r["seconds"])
@@ -243,6 +275,8 @@ def merge_docs(docs: list[dict]) -> list[dict]:
         r["machine"] = MACHINES_SEP.join(r["machine"])
         if not r["seeds"] or len(r["seeds"]) != len(r["values"]):      # rows written before seeds were kept
             r.pop("seeds")
+        if not r["folds"]:
+            r.pop("folds")
         secs = r.pop("_secs")
         if "ratio" not in r and all(isinstance(v, (int, float)) for v in r["values"]):   # not status codes
             r.update(stats(r["values"]))
@@ -252,6 +286,12 @@ def merge_docs(docs: list[dict]) -> list[dict]:
             r["seconds"] = round(float(np.mean(secs)), 1)
         rows.append(r)
     return rows
+
+
+def _units(row: dict) -> list:
+    """What each of a row's values was measured on: its seeds, or (seed, fold) where it has folds."""
+    seeds = row.get("seeds", [])
+    return list(zip(seeds, row["folds"])) if row.get("folds") else list(seeds)
 
 
 def script_main(name: str, add_arguments, rows_of, partial, argv: list | None = None,

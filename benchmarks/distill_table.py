@@ -11,6 +11,13 @@ prediction throughput (sentences/s, batch 64) measured in the same run beside th
     python benchmarks/distill_table.py --datasets sst2 --teacher-data sst2-phrases --seed 2 --teachers-only
     python benchmarks/distill_table.py --datasets sst2 --students bilstm-64 --seed 1 --ensemble --out s1.json
 
+MR and SUBJ have no test split: each of their 10 stratified folds (the folds of every cross-validated
+table) gets a teacher and students of its own, trained on the other nine (a tenth of them held out
+as dev), and a row's values are the folds' test accuracies (``--fold K``: fold K alone, a slice).
+
+    python benchmarks/distill_table.py --datasets mr --students bilstm-64,kim_cnn --seeds 1 --out mr.json
+    python benchmarks/distill_table.py --datasets mr --students bilstm-64 --seeds 1 --fold 3 --out mr3.json
+
 With --ensemble every student learns the mean logits of the teachers of all --seeds (trained, or
 read back from --keep, first: --teachers-only trains them alone, e.g. in parallel slices), and the
 ensemble's own test accuracy is a row (written by the slice that holds seed 1).
@@ -26,6 +33,8 @@ from pathlib import Path
 
 import common  # noqa: E402
 from cells import STUDENTS, TEACHER  # noqa: E402
+
+FOLDS = 10                      # MR's and SUBJ's stratified folds, as every cross-validated table reads them
 
 
 def add_arguments(ap):
@@ -58,6 +67,8 @@ def add_arguments(ap):
                     help="the machine that trained the runs this slice reads back from --keep, when not this one")
     ap.add_argument("--no-throughput", action="store_true",
                     help="no sentences/s rows (a slice run on a machine other than the one the table reports)")
+    ap.add_argument("--fold", type=int, default=0, help="MR and SUBJ: run this one of the 10 stratified folds only "
+                    "(a slice to --merge; throughput is measured on fold 1's runs); default every fold")
     ap.add_argument("--keep", default=str(Path.home() / ".cache" / "adaptext" / "runs" / "distill"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--accelerator", default="auto", help="where teachers and students train (throughput is "
@@ -70,7 +81,13 @@ def is_slice(a):
     unknown = sorted(set(a.students.split(",")) - set(STUDENTS))
     if unknown and not a.merge:
         raise argparse.ArgumentTypeError(f"unknown student(s) {', '.join(unknown)}; students: {', '.join(STUDENTS)}")
-    return a.seed or a.seeds < 3 or a.datasets != "sst2,trec" or a.students != ",".join(STUDENTS)
+    folded = sorted(set(a.datasets.split(",")) & set(common.FOLDED))
+    if folded and (a.ensemble or a.teacher_data) and not a.merge:
+        raise argparse.ArgumentTypeError(f"{', '.join(folded)}: each fold has its own teacher; --ensemble and "
+                                         "--teacher-data read named splits")
+    if not 0 <= a.fold <= FOLDS:
+        raise argparse.ArgumentTypeError(f"--fold is 1 to {FOLDS} (0: every fold)")
+    return a.seed or a.fold or a.seeds < 3 or a.datasets != "sst2,trec" or a.students != ",".join(STUDENTS)
 
 
 def throughput(run: Path, texts: list[str], repeats: int = 3) -> float:
@@ -114,9 +131,29 @@ def cell(keep: Path, name: str, opts: dict) -> tuple[dict, Path]:
     return m, run
 
 
-def teacher_run(a, keep: Path, dataset: str, seed: int) -> tuple[dict, Path]:
-    base = {"data": a.teacher_data or common.DATA_NAME[dataset], "accelerator": a.accelerator}
-    return cell(keep, f"transformer-{a.teacher_data or dataset}-seed{seed}", {**TEACHER, **base, "seed": seed})
+def teacher_run(a, keep: Path, dataset: str, seed: int, fold: int | None = None) -> tuple[dict, Path]:
+    base = {**data_of(a, keep, dataset, fold), "accelerator": a.accelerator}
+    if a.teacher_data:
+        base["data"] = a.teacher_data
+    name = f"transformer-{a.teacher_data or dataset}-seed{seed}" + (f"-fold{fold}" if fold else "")
+    return cell(keep, name, {**TEACHER, **base, "seed": seed})
+
+
+def data_of(a, keep: Path, dataset: str, fold: int | None) -> dict:
+    """A run's data options: the named dataset, or a folded one's fold as files (kept under ``keep``)."""
+    if fold is None:
+        return {"data": common.DATA_NAME[dataset]}
+    return common.fold_files(dataset, fold, keep / f"{dataset}-fold{fold}")
+
+
+def units(a, dataset: str) -> list[tuple[int, int | None]]:
+    """(seed, fold) of every teacher and its students: a folded dataset's (MR, SUBJ) each seed over
+    every fold (or --fold), each fold's test split its own; another's each seed once."""
+    seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
+    folds: list[int | None] = [None]
+    if dataset in common.FOLDED:
+        folds = [a.fold] if a.fold else list(range(1, FOLDS + 1))
+    return [(s, k) for s in seeds for k in folds]
 
 
 def ensemble_accuracy(teachers: list[Path], dataset: str) -> float | None:
@@ -137,58 +174,75 @@ def ensemble_accuracy(teachers: list[Path], dataset: str) -> float | None:
 def dataset_rows(a, dataset: str) -> list[dict]:
     keep = Path(a.keep)
     rows, texts = [], common.test_texts(dataset)
-    base = {"data": common.DATA_NAME[dataset], "accelerator": a.accelerator}
     accs, speed = {}, {}
-    seeds = [a.seed] if a.seed else list(range(1, a.seeds + 1))
+    todo = units(a, dataset)
+    timed = (1, 1 if dataset in common.FOLDED else None)      # the unit whose runs are timed
     teachers, teacher_label = {}, "teacher"
-    for seed in seeds:
-        m, teachers[seed] = teacher_run(a, keep, dataset, seed)
+    for unit in todo:
+        m, teachers[unit] = teacher_run(a, keep, dataset, *unit)
         accs.setdefault(("transformer", teacher_label), []).append(m["test"]["accuracy"])
     ensemble = []
     if a.ensemble and not a.teachers_only:
-        ensemble = [teachers[s] if s in teachers else teacher_run(a, keep, dataset, s)[1]
+        ensemble = [teachers[(s, None)] if (s, None) in teachers else teacher_run(a, keep, dataset, s)[1]
                     for s in range(1, (a.ensemble_seeds or a.seeds) + 1)]
-        acc = ensemble_accuracy(ensemble, dataset) if 1 in seeds else None
+        acc = ensemble_accuracy(ensemble, dataset) if timed in teachers else None
         if acc is not None:
             accs[("transformer", f"teacher ensemble ({len(ensemble)} seeds)")] = [acc]
     measure = not (a.no_throughput or a.teachers_only)
-    if measure and 1 in seeds:
-        speed[("transformer", teacher_label)] = throughput(teachers[1], texts)
-    for seed in seeds if not a.teachers_only else ():
-        teacher = ",".join(map(str, ensemble)) if ensemble else str(teachers[seed])
+    if measure and timed in teachers:
+        speed[("transformer", teacher_label)] = throughput(teachers[timed], texts)
+    for unit in todo if not a.teachers_only else ():
+        seed, fold = unit
+        base = {**data_of(a, keep, dataset, fold), "accelerator": a.accelerator}
+        where = f"{dataset}-seed{seed}" + (f"-fold{fold}" if fold else "")
+        teacher = ",".join(map(str, ensemble)) if ensemble else str(teachers[unit])
         for student in a.students.split(","):
             options, label = STUDENTS[student]
             opts = {"model": student, **options, **base, "seed": seed, "epochs": a.student_epochs}
             model = opts["model"]
-            m, run = cell(keep, f"{student}-{dataset}-seed{seed}", opts)
+            m, run = cell(keep, f"{student}-{where}", opts)
             accs.setdefault((model, "undistilled" + label), []).append(m["test"]["accuracy"])
-            dist = {**opts, "teacher": teacher, "augment": a.augment, "alpha": 0.0}
-            slug_teacher = (f"-t{a.teacher_data}" if a.teacher_data else "") + (f"-ens{len(ensemble)}" if ensemble else "")
-            of = f", {len(ensemble)}-teacher ensemble" if ensemble else ""
-            variants = [("distilled" + of, "distilled", dist)]             # (row label, run-name slug, options)
-            if a.vectors:
-                variants.append(("distilled, transformer vectors" + of, "distilled-vectors",
-                                 {**dist, "embeddings": "transformer"}))
-            if a.phrases and dataset.startswith("sst"):
-                variants.append(("distilled, + SST phrases" + of, "distilled-phrases",
-                                 {**dist, "unlabeled": str(sst_phrases(keep))}))
-            if a.imdb and dataset.startswith("sst"):
-                variants.append((f"distilled, + {a.imdb:,} IMDB sentences" + of, f"distilled-imdb{a.imdb}",
-                                 {**dist, "unlabeled": str(imdb_sentences(keep, a.imdb))}))
-            for variant, slug, o in variants:
-                m, run = cell(keep, f"{student}-{slug}{slug_teacher}-a{a.augment}-{dataset}-seed{seed}", o)
+            for variant, slug, o in variants(a, dataset, keep, {**opts, "teacher": teacher, "augment": a.augment,
+                                                                "alpha": 0.0}, len(ensemble)):
+                m, run = cell(keep, f"{student}-{slug}-a{a.augment}-{where}", o)
                 accs.setdefault((model, variant + label), []).append(m["test"]["accuracy"])
-                if measure and seed == 1:
+                if measure and unit == timed:
                     speed[(model, variant + label)] = throughput(run, texts)
     for (model, variant), values in accs.items():
-        seeds_of = list(range(1, len(ensemble) + 1)) if "ensemble (" in variant else seeds
+        seeds_of = list(range(1, len(ensemble) + 1)) if "ensemble (" in variant else [s for s, _ in todo]
+        folds = {"split": f"{FOLDS}-fold CV", "folds": [k for _, k in todo]} if dataset in common.FOLDED else {}
         rows.append({"model": model, "variant": variant, "dataset": dataset, "split": "test", "metric": "accuracy",
-                     **common.stats(values), "seeds": seeds_of})
+                     **common.stats(values), "seeds": seeds_of, **folds})
     for (model, variant), v in speed.items():
         rows.append({"model": model, "variant": variant, "dataset": dataset, "metric": "sentences_per_s",
                      "mean": round(v, 1), "n": 1, "baseline": "transformer",
                      "ratio": round(v / speed[("transformer", teacher_label)], 2)})
     return rows
+
+
+def variants(a, dataset: str, keep: Path, dist: dict, ensemble: int) -> list[tuple[str, str, dict]]:
+    """The distilled students of one student and unit: (row label, run-name slug, options)."""
+    of = f", {ensemble}-teacher ensemble" if ensemble else ""
+    slug_teacher = (f"-t{a.teacher_data}" if a.teacher_data else "") + (f"-ens{ensemble}" if ensemble else "")
+    found = [("distilled" + of, "distilled", dist)]
+    if a.vectors:
+        found.append(("distilled, transformer vectors" + of, "distilled-vectors", {**dist, "embeddings": "transformer"}))
+    if a.phrases and dataset.startswith("sst"):
+        found.append(("distilled, + SST phrases" + of, "distilled-phrases", {**dist, "unlabeled": str(sst_phrases(keep))}))
+    if a.imdb and dataset.startswith("sst"):
+        found.append((f"distilled, + {a.imdb:,} IMDB sentences" + of, f"distilled-imdb{a.imdb}",
+                      {**dist, "unlabeled": str(imdb_sentences(keep, a.imdb))}))
+    return [(label, slug + slug_teacher, o) for label, slug, o in found]
+
+
+def folded_note(a) -> str:
+    folded = [d for d in a.datasets.split(",") if d in common.FOLDED]
+    if not folded:
+        return ""
+    which = f"fold {a.fold} of the {FOLDS}" if a.fold else f"the {FOLDS}"
+    return (f"{' and '.join(d.upper() for d in folded)}: a teacher and students per fold ({which} stratified folds), "
+            f"each tested on its fold; a row's values are its folds' test accuracies, its "
+            f"speed fold 1's runs on fold 1's test sentences. ")
 
 
 def table_rows(a) -> None:
@@ -208,7 +262,7 @@ def table_rows(a) -> None:
              f"phrases of the SST training trees, as the trees write them, added to the transfer set as unlabelled "
              f"texts; '+ N IMDB sentences': N sentences of the IMDB training reviews, 4-50 words, drawn with seed 1, "
              f"added likewise, their words joining the student's vocabulary; 'N-teacher ensemble': distilled from the mean "
-             f"logits of the teachers of seeds 1..N, whose own row is 'teacher ensemble'). " + (
+             f"logits of the teachers of seeds 1..N, whose own row is 'teacher ensemble'). " + folded_note(a) + (
                  "No throughput rows (benchmarks/frontier.py measures speed)." if a.no_throughput else
                  f"Throughput: adaptext.load(run).predict on the first 1,000 test sentences, batch 64, "
                  f"{a.threads} threads, best of 3 passes, seed 1's run."))

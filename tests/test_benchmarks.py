@@ -97,6 +97,17 @@ def test_merge_refuses_a_seed_or_a_speed_row_twice(tmp_path):
                      out=tmp_path / "bad2.json")
 
 
+def test_fold_slices_of_one_seed_pool_and_a_fold_twice_is_refused(tmp_path):
+    row = lambda fold, v: {"model": "m", "variant": "-", "dataset": "mr", "split": "10-fold CV", "metric": "accuracy",
+                           "mean": v, "values": [v], "seeds": [1], "folds": [fold]}
+    ok = write_merged("t", [_slice(tmp_path / f"f{k}.json", "cpu", [row(k, 80.0 + k)]) for k in (1, 2)],
+                      out=tmp_path / "ok.json")
+    (m,) = json.loads(ok.read_text())["rows"]
+    assert m["seeds"] == [1, 1] and m["folds"] == [1, 2] and m["mean"] == 81.5 and m["n"] == 2
+    with pytest.raises(ValueError, match=r"seed\(s\) \[\(1, 2\)\] .* are in two slices"):
+        write_merged("t", [ok, _slice(tmp_path / "again.json", "cpu", [row(2, 82.0)])], out=tmp_path / "bad.json")
+
+
 def test_rows_of_two_budgets_stay_apart_in_a_merge(tmp_path):
     row = lambda budget, v: {"model": "transformer", "variant": "teacher", "dataset": "sst2", "budget": budget,
                              "split": "test", "metric": "accuracy", "mean": v, "n": 1}
@@ -456,3 +467,37 @@ def test_a_teachers_ensemble_of_one_run_twice_reads_what_the_run_recorded(tmp_pa
     assert ensemble["variant"] == "teacher ensemble (2 runs)" and ensemble["mean"] == round(recorded[0], 2)
     both, _ = logits_students.teacher_rows(",".join(map(str, runs)), "trec-demo")
     assert both["values"] == [round(a, 2) for a in recorded] and both["dataset"] == "trec-demo"
+
+
+@needs_data
+def test_each_fold_of_a_folded_set_is_a_run_of_its_own_with_the_cross_validated_runs_folds(tmp_path):
+    import argparse
+    import csv
+    import distill_table
+    from common import fold_files
+    from adaptext.data.datasets import load_named
+    from adaptext.runs.splits import fold_splits
+    a = argparse.Namespace(seed=0, seeds=2, fold=0)
+    assert distill_table.units(a, "mr") == [(s, k) for s in (1, 2) for k in range(1, 11)]
+    assert distill_table.units(a, "trec") == [(1, None), (2, None)]
+    assert distill_table.units(argparse.Namespace(seed=1, seeds=3, fold=3), "subj") == [(1, 3)]
+
+    def texts(path):
+        with open(path, newline="") as f:
+            return [row["text"] for row in csv.DictReader(f)]
+    files = fold_files("mr", 2, tmp_path)
+    train, dev, test = (texts(files[k]) for k in ("data", "dev", "test"))
+    assert not set(test) & set(train) and not set(test) & set(dev) and not set(dev) & set(train)
+    # the fold a cross-validated MR run (every kim_cnn / tree table) tests on
+    own = fold_splits(load_named("mr", str(DATA)), 2)
+    assert (train, dev, test) == tuple([ex.text for ex in part] for part in own)
+    assert len(train) + len(dev) + len(test) == 10662
+
+
+def test_a_folded_set_refuses_an_ensemble_before_any_training(tmp_path):
+    import subprocess
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "distill_table.py"
+    done = subprocess.run([sys.executable, str(script), "--datasets", "mr", "--ensemble", "--out", str(tmp_path / "x.json"),
+                           "--keep", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode != 0 and "each fold has its own teacher" in done.stderr
+    assert not list(tmp_path.iterdir())
