@@ -39,9 +39,10 @@ from ..config import RunConfig
 
 P_MASK, P_POS, P_NGRAM, MAX_N = 0.1, 0.1, 0.25, 5     # Tang et al. (2019), Section 3.2
 CHUNK = 512                                           # texts per cached chunk of teacher logits
-# texts per batch of the teacher's logits: fewer pad positions in a batch of similar lengths; the
-# auto teacher read SST-2 sentences at 236 a second in batches of 64 against 211 in batches of 256
-# (2 threads, the median of 3 interleaved rounds over 2,048 texts, 2026-11-29)
+# texts per batch of the teacher's logits: fewer pad positions in a batch of similar lengths. The
+# teacher reads SST-2 sentences at 191 a second in batches of 64 against 163 in batches of 256 (2
+# threads, 3 interleaved rounds over 2,048 texts; 32 read 201, within the rounds' spread of 64's):
+# benchmarks/results/logits_batch.md
 LOGITS_BATCH = 64
 MASK = "<unk>"
 DISTILLED = (ExampleKind.TEXT, ExampleKind.PAIR)     # the kinds a teacher's logits are read on
