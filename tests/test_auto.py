@@ -88,6 +88,20 @@ def test_a_large_budget_plans_the_teacher_and_its_students_with_their_epochs():
 SST2 = P.DataSummary(train=6920, dev=872, test=1821, mean_length=19.29985549132948, classes=2)   # as auto reads it
 
 
+def test_from_five_copies_each_richer_recipe_costs_the_students_at_most_half_as_much_again():
+    """The ladder leaves no more than a third of the students' time unspent where the next rung
+    does not fit: each rung's first student (its epochs and the teacher's logits) against the last."""
+    def student_s(recipe):
+        c = next(c for c in P.pool(P.ExampleKind.TEXT, recipe) if c.name == "bilstm-pieces-distilled")
+        logits = P.cost_candidate(c, SST2, 2)
+        return c.cost(c.work) + logits
+    rungs = {r.copies: r for r in reversed(P.RECIPES) if r.copies >= 5 and r.epochs == 5}   # the first of each
+    copies = [rungs[k] for k in sorted(rungs)]
+    assert [r.copies for r in copies] == [5, 7, 10, 15, 20, 30, 40]
+    for poorer, richer in zip(copies, copies[1:]):
+        assert 1.0 < student_s(richer) / student_s(poorer) <= 1.5, (poorer, richer)
+
+
 @pytest.mark.parametrize("summary", [TREC, SST2, P.DataSummary(train=8636, dev=960, test=1066, mean_length=21.0)],
                          ids=["trec-demo", "sst2", "mr-fold"])
 def test_no_plan_spends_more_than_its_budget(summary):

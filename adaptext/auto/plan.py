@@ -118,10 +118,13 @@ class Recipe:
 # 5. Then width: on SST-2 the 128-unit student read 0.36 over the 64-unit one (3 seeds each, same
 # logits). An ensemble's teachers come last: each costs a teacher's training and its logits, and
 # on SST-2 the 3-teacher ensemble's logits over the augmented copies gave its students nothing
-# (87.63 against one teacher's 87.72, 3 seeds each; benchmarks/results/distill_phrases.md).
-RECIPES = (Recipe(2), Recipe(5), Recipe(), Recipe(unlabeled=True), Recipe(20, 5, unlabeled=True),
-           Recipe(40, 5, unlabeled=True), Recipe(40, 8, unlabeled=True), Recipe(40, 8, 1, True, True),
-           Recipe(40, 8, 2, True, True), Recipe(40, 10, 3, True, True))
+# (87.63 against one teacher's 87.72, 3 seeds each; benchmarks/results/distill_phrases.md). From 5
+# copies on, each rung costs the students at most half as much again as the one before: with 5, 10
+# and 20 copies alone, SUBJ at 30 minutes could not afford 10 and left 6.5 minutes unspent.
+RECIPES = (Recipe(2), Recipe(5), Recipe(7), Recipe(), Recipe(unlabeled=True), Recipe(15, 5, unlabeled=True),
+           Recipe(20, 5, unlabeled=True), Recipe(30, 5, unlabeled=True), Recipe(40, 5, unlabeled=True),
+           Recipe(40, 8, unlabeled=True), Recipe(40, 8, 1, True, True), Recipe(40, 8, 2, True, True),
+           Recipe(40, 10, 3, True, True))
 NOT_IN_RECIPE = "not in the recipe the budget affords"
 
 
@@ -215,7 +218,7 @@ def encoder_available() -> str | None:
     return None
 
 
-def pool(kind: ExampleKind, recipe: Recipe = RECIPES[2], unlabeled: str | None = None) -> list[Candidate]:
+def pool(kind: ExampleKind, recipe: Recipe = Recipe(), unlabeled: str | None = None) -> list[Candidate]:
     """Every candidate auto knows, in plan order, with the epochs it gets when the budget allows
     (fastText 5, the other fast ones 10, Kim's own 25 cut to 10 so that the baselines leave the
     budget to the teacher, early stopping deciding within that; the teacher the 3 of the
