@@ -109,7 +109,8 @@ STUDENTS = {"kim_cnn": ({}, ""), "ac_cnn": ({}, ""),
             # the encoder's own input vectors, kept fixed
             "bilstm-64-minilm": ({"model": "lstm", **ONE_LAYER, "hidden": 64, "tokenizer": "subword",
                                   "embeddings": "transformer", "embedding_mode": "static"},
-                                 ", one-layer BiLSTM (64 a direction) over MiniLM's word pieces and fixed input vectors")}
+                                 ", one-layer BiLSTM (64 a direction) over MiniLM's word pieces and fixed input "
+                                 "vectors")}
 TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}
 
 # ---------------------------------------------------------------------------- kim_speed.py

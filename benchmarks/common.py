@@ -249,8 +249,8 @@ MACHINES_SEP = " + "   # a merged row measured on several machines names each on
 def merge_docs(docs: list[dict]) -> list[dict]:
     """Rows of the same (model, variant, dataset, split, metric, budget) from several runs, values pooled
     (parallel single-seed runs merged into one table); each row keeps its machine. A seed (a seed
-    and fold, where a row has ``folds``) that two slices both hold for one row, or a speed row (its ratio measured within one run) in two
-    slices, is an error rather than counted twice. Seconds are averaged over slices of one machine;
+    and fold, where a row has ``folds``) that two slices both hold for one row, or a speed row (its
+    ratio measured within one run) in two slices, is an error rather than counted twice. Seconds are averaged over slices of one machine;
     a row measured on several has none."""
     groups: dict = {}
     for d in docs:

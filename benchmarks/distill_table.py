@@ -226,9 +226,11 @@ def variants(a, dataset: str, keep: Path, dist: dict, ensemble: int) -> list[tup
     slug_teacher = (f"-t{a.teacher_data}" if a.teacher_data else "") + (f"-ens{ensemble}" if ensemble else "")
     found = [("distilled" + of, "distilled", dist)]
     if a.vectors:
-        found.append(("distilled, transformer vectors" + of, "distilled-vectors", {**dist, "embeddings": "transformer"}))
+        found.append(("distilled, transformer vectors" + of, "distilled-vectors",
+                      {**dist, "embeddings": "transformer"}))
     if a.phrases and dataset.startswith("sst"):
-        found.append(("distilled, + SST phrases" + of, "distilled-phrases", {**dist, "unlabeled": str(sst_phrases(keep))}))
+        found.append(("distilled, + SST phrases" + of, "distilled-phrases",
+                      {**dist, "unlabeled": str(sst_phrases(keep))}))
     if a.imdb and dataset.startswith("sst"):
         found.append((f"distilled, + {a.imdb:,} IMDB sentences" + of, f"distilled-imdb{a.imdb}",
                       {**dist, "unlabeled": str(imdb_sentences(keep, a.imdb))}))

@@ -62,8 +62,8 @@ def main() -> None:
              "ratio": round(common.stats(v)["mean"] / base, 2)} for b, v in seen.items()]
     common.write("logits_batch", rows, f"The teacher ({cells.TEACHER['model']}, MiniLM-L6) built and trained one "
                  f"step on {a.data}, reading its first {len(texts):,} training sentences in order, as a student's "
-                 f"transfer set is read, at {a.threads} thread{'s' if a.threads > 1 else ''}; each batch size's texts/s is the mean of "
-                 f"{a.rounds} rounds, the sizes interleaved within each round.", a.out)
+                 f"transfer set is read, at {a.threads} thread{'s' if a.threads > 1 else ''}; each batch size's "
+                 f"texts/s is the mean of {a.rounds} rounds, the sizes interleaved within each round.", a.out)
 
 
 if __name__ == "__main__":

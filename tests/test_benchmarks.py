@@ -497,7 +497,7 @@ def test_each_fold_of_a_folded_set_is_a_run_of_its_own_with_the_cross_validated_
 def test_a_folded_set_refuses_an_ensemble_before_any_training(tmp_path):
     import subprocess
     script = Path(__file__).resolve().parent.parent / "benchmarks" / "distill_table.py"
-    done = subprocess.run([sys.executable, str(script), "--datasets", "mr", "--ensemble", "--out", str(tmp_path / "x.json"),
-                           "--keep", str(tmp_path)], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, str(script), "--datasets", "mr", "--ensemble",
+                           "--out", str(tmp_path / "x.json"), "--keep", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode != 0 and "each fold has its own teacher" in done.stderr
     assert not list(tmp_path.iterdir())
