@@ -46,9 +46,7 @@ def auto_data(dataset: str, train, dev, test, folder: Path) -> list[str]:
     """auto's data options: a named set as it is; a folded one as its fold's files."""
     if dataset not in common.FOLDED:
         return ["--data", dataset, "--data-dir", str(common.DATA)]
-    write = common.write_split
-    return ["--data", write(train, folder / "train.csv"), "--dev", write(dev, folder / "dev.csv"),
-            "--test", write(test, folder / "test.csv")]
+    return [arg for key, path in common.split_files((train, dev, test), folder).items() for arg in (f"--{key}", path)]
 
 
 # ------------------------------------------------------------------ the peers

@@ -6,6 +6,7 @@ cell as its table trains it), the distillation teacher and students (``distill_t
 ``"datasets": (...)`` to restrict it (``common.table_main``)."""
 from __future__ import annotations
 
+from adaptext.auto.plan import PIECES
 from common import GLOVE
 
 # ---------------------------------------------------------------------------- adaptive_table.py
@@ -107,8 +108,7 @@ STUDENTS = {"kim_cnn": ({}, ""), "ac_cnn": ({}, ""),
                               ", one-layer bidirectional QRNN over word pieces"),
             # adaptext auto's first student: the 64-unit BiLSTM over the teacher's word pieces through
             # the encoder's own input vectors, kept fixed
-            "bilstm-64-minilm": ({"model": "lstm", **ONE_LAYER, "hidden": 64, "tokenizer": "subword",
-                                  "embeddings": "transformer", "embedding_mode": "static"},
+            "bilstm-64-minilm": ({"model": "lstm", **ONE_LAYER, "hidden": 64, **PIECES},
                                  ", one-layer BiLSTM (64 a direction) over MiniLM's word pieces and fixed input "
                                  "vectors")}
 TEACHER = {"model": "transformer", "epochs": 3, "lr": 5e-5, "batch_size": 32}

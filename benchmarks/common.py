@@ -161,12 +161,15 @@ def fold_split(dataset: str, fold: int = 1) -> tuple[list, list, list]:
 
 
 def fold_files(dataset: str, fold: int, folder: Path) -> dict:
-    """A folded dataset's fold as the data options of a run: its train, dev and test files (CSV)
-    written under ``folder``."""
-    train, dev, test = fold_split(dataset, fold)
+    """A folded dataset's fold as the data options of a run (see ``split_files``)."""
+    return split_files(fold_split(dataset, fold), folder)
+
+
+def split_files(splits: tuple[list, list, list], folder: Path) -> dict:
+    """(train, dev, test) examples as the data options of a run: their CSV files under ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    return {"data": write_split(train, folder / "train.csv"), "dev": write_split(dev, folder / "dev.csv"),
-            "test": write_split(test, folder / "test.csv")}
+    return {key: write_split(part, folder / f"{name}.csv")
+            for key, name, part in zip(("data", "dev", "test"), ("train", "dev", "test"), splits)}
 
 
 def write_split(examples: list, path: Path) -> str:

@@ -131,8 +131,10 @@ def cell(keep: Path, name: str, opts: dict) -> tuple[dict, Path]:
     return m, run
 
 
-def teacher_run(a, keep: Path, dataset: str, seed: int, fold: int | None = None) -> tuple[dict, Path]:
-    base = {**data_of(a, keep, dataset, fold), "accelerator": a.accelerator}
+def teacher_run(a, keep: Path, dataset: str, seed: int, fold: int | None = None,
+                data: dict | None = None) -> tuple[dict, Path]:
+    """The teacher of (seed, fold), on ``data`` (the unit's data options; default the named dataset's)."""
+    base = {**(data or data_of(a, keep, dataset, fold)), "accelerator": a.accelerator}
     if a.teacher_data:
         base["data"] = a.teacher_data
     name = f"transformer-{a.teacher_data or dataset}-seed{seed}" + (f"-fold{fold}" if fold else "")
@@ -176,10 +178,11 @@ def dataset_rows(a, dataset: str) -> list[dict]:
     rows, texts = [], common.test_texts(dataset)
     accs, speed = {}, {}
     todo = units(a, dataset)
+    data = {unit: data_of(a, keep, dataset, unit[1]) for unit in todo}     # a fold's files written once
     timed = (1, 1 if dataset in common.FOLDED else None)      # the unit whose runs are timed
     teachers, teacher_label = {}, "teacher"
     for unit in todo:
-        m, teachers[unit] = teacher_run(a, keep, dataset, *unit)
+        m, teachers[unit] = teacher_run(a, keep, dataset, *unit, data=data[unit])
         accs.setdefault(("transformer", teacher_label), []).append(m["test"]["accuracy"])
     ensemble = []
     if a.ensemble and not a.teachers_only:
@@ -193,7 +196,7 @@ def dataset_rows(a, dataset: str) -> list[dict]:
         speed[("transformer", teacher_label)] = throughput(teachers[timed], texts)
     for unit in todo if not a.teachers_only else ():
         seed, fold = unit
-        base = {**data_of(a, keep, dataset, fold), "accelerator": a.accelerator}
+        base = {**data[unit], "accelerator": a.accelerator}
         where = f"{dataset}-seed{seed}" + (f"-fold{fold}" if fold else "")
         teacher = ",".join(map(str, ensemble)) if ensemble else str(teachers[unit])
         for student in a.students.split(","):

@@ -22,11 +22,12 @@ import sys
 from pathlib import Path
 
 import common  # noqa: E402
+from cells import PIECES as AUTO_PIECES  # noqa: E402
 
 BILSTM = {"model": "lstm", "layers": 1, "bidirectional": True, "batch_size": 64, "alpha": 0.0, "epochs": 5}
-# the encoder's word pieces through its own input vectors, kept fixed: a word the transfer set
-# lacks still reaches the student as the teacher's encoder knows it (adaptext auto's first student)
-PIECES = {"tokenizer": "subword", "embeddings": "transformer", "embedding_mode": "static", "lr_schedule": "linear"}
+# the encoder's word pieces through its own input vectors, kept fixed, as adaptext auto's first student
+# reads them: a word the transfer set lacks still reaches the student as the teacher's encoder knows it
+PIECES = {**AUTO_PIECES, "lr_schedule": "linear"}
 STUDENTS = {
     "bilstm-64": ({**BILSTM, "hidden": 64}, "one-layer BiLSTM (64 a direction)"),
     "bilstm-128": ({**BILSTM, "hidden": 128}, "one-layer BiLSTM (128 a direction)"),
