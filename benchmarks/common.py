@@ -90,7 +90,7 @@ def write(name: str, rows: list[dict], notes: str = "", out: str | Path | None =
 def markdown(doc: dict) -> str:
     rows = doc["rows"]
     cols = [c for c in ("model", "variant", "dataset", "budget", "condition", "split", "length", "metric", "mean",
-                        "std", "n", "min", "max", "dev", "paper", "baseline", "ratio", "target", "seconds", "said")
+                        "std", "n", "min", "max", "median", "dev", "paper", "baseline", "ratio", "target", "seconds", "said")
             if any(c in r for r in rows)]
     from adaptext.tables import markdown_table
     lines = [f"# {doc['benchmark']}", "", f"- command: `{doc['command']}`", f"- commit: `{doc['commit']}`",

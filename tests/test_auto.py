@@ -102,6 +102,23 @@ def test_from_five_copies_each_richer_recipe_costs_the_students_at_most_half_as_
         assert 1.0 < student_s(richer) / student_s(poorer) <= 1.5, (poorer, richer)
 
 
+def test_the_recipe_is_the_first_students_and_the_fallback_students_get_what_it_leaves():
+    found = {c.name: c for c in P.make_plan(SST2, 30 * 60, encoder=True, threads=2)}
+    first, words, cnn = (found[n] for n in ("bilstm-pieces-distilled", "bilstm-distilled", "kim_cnn-distilled"))
+    recipe = P.RECIPES[first.recipe - 1]
+    assert not first.fallback and words.fallback and cnn.fallback
+    assert first.work == recipe.epochs and not first.notes
+    assert words.work < recipe.epochs and cnn.work < recipe.epochs
+    assert not words.skip and not cnn.skip                               # at least their minimum
+    # the same recipe with every student whole does not fit: counted so, the plan would be poorer
+    seconds = 30 * 60 - P.START_S - P.FINISH_S
+    whole, logits = P.costed(P.pool(P.ExampleKind.TEXT, recipe), SST2, (P.ExampleKind.TEXT,), False, None, 2)
+    assert P.whole_cost(whole, logits) <= seconds
+    for c in whole:
+        c.fallback = False
+    assert P.whole_cost(whole, logits) > seconds
+
+
 @pytest.mark.parametrize("summary", [TREC, SST2, P.DataSummary(train=8636, dev=960, test=1066, mean_length=21.0)],
                          ids=["trec-demo", "sst2", "mr-fold"])
 def test_no_plan_spends_more_than_its_budget(summary):
@@ -113,7 +130,7 @@ def test_no_plan_spends_more_than_its_budget(summary):
 
 
 def test_a_tight_budget_caps_epochs_and_no_encoder_skips_what_needs_it():
-    budget = 12 * 60
+    budget = 8 * 60
     found = P.make_plan(TREC, budget, encoder=True)
     assert "transformer" in planned(found)
     assert any("planned, to fit the budget" in n for c in found for n in c.notes)
@@ -394,7 +411,7 @@ def test_the_students_recipe_is_chosen_again_once_the_teacher_has_trained(questi
     monkeypatch.setattr(P, "encoder_available", lambda: None)
     train, test = questions
     out, said = tmp_path / "auto", []
-    auto = Auto({"data": train, "test": test, "time": 300, "out": str(out)}, out, said.append)
+    auto = Auto({"data": train, "test": test, "time": 150, "out": str(out)}, out, said.append)
     first = auto.state.recipes[0]
     assert 1 < first < len(P.RECIPES)
     for r in auto.state.candidates:                     # the baselines and the teacher, as if trained
@@ -407,7 +424,7 @@ def test_the_students_recipe_is_chosen_again_once_the_teacher_has_trained(questi
     assert first_ == first and (second > first if richer else second < first)
     recipe = P.RECIPES[second - 1]
     journal = read_state(out / STATE)
-    student = journal.row("bilstm-distilled")
+    student = journal.row("bilstm-pieces-distilled")          # the recipe's own student
     assert journal.recipes == [first, second] and student.status == "pending"
     assert student.plan.options["augment"] == recipe.copies and student.plan.recipe == second
     assert (journal.row("transformer-seed2").status == "pending") == (recipe.teachers > 1)
@@ -415,8 +432,8 @@ def test_the_students_recipe_is_chosen_again_once_the_teacher_has_trained(questi
     assert f"Students' recipe {second}: {recipe.copies} copies" in "\n".join(summary_lines(journal))
     auto.replan()
     assert read_state(out / STATE).recipes == [first, second]
-    again = Auto({"data": train, "test": test, "time": 300, "out": str(out)}, out, said.append)
-    assert again.state.row("bilstm-distilled").plan.options == student.plan.options
+    again = Auto({"data": train, "test": test, "time": 150, "out": str(out)}, out, said.append)
+    assert again.state.row("bilstm-pieces-distilled").plan.options == student.plan.options
 
 
 # ------------------------------------------------------------------ throughput beside a busy process

@@ -379,8 +379,7 @@ class Auto:
 
     def _measuring(self, row: Row | None = None) -> float:
         """The throughput pass's seconds for the candidates done (and ``row``)."""
-        speedup = P.threads_speedup(speed_threads(self.options))
-        return sum(P.speed_seconds(r.model, self.summary, speedup) for r in self.state.candidates
+        return sum(P.speed_seconds(r.model, self.summary) for r in self.state.candidates
                    if r.done or r is row)
 
     def _reserved(self, row: Row) -> float:
