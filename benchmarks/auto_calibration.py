@@ -65,6 +65,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", type=Path, help="auto's output folders (each holding auto.json)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--note", default="", help="a sentence added to the notes (the code each run was made with)")
     a = ap.parse_args(argv)
     missing = [str(r) for r in a.runs if not (r / "auto.json").is_file()]
     if missing:
@@ -72,7 +73,7 @@ def main(argv=None) -> None:
     runs = ", ".join(f"{dataset_of(r)} ({r})" for r in a.runs)
     common.write("auto_calibration", rows_of(a.runs), f"Finished auto runs read: {runs}. A factor is a key's "
                  "first epoch as log.csv measured it over its planned epoch (the plan's coefficient, before any "
-                 "calibration); the median is what rebases the coefficient.", a.out)
+                 "calibration); the median is what rebases the coefficient. " + a.note, a.out)
 
 
 if __name__ == "__main__":
