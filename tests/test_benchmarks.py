@@ -501,3 +501,25 @@ def test_a_folded_set_refuses_an_ensemble_before_any_training(tmp_path):
                            "--out", str(tmp_path / "x.json"), "--keep", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode != 0 and "each fold has its own teacher" in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_auto_calibration_reads_each_keys_factor_and_the_teacher_logits_against_the_plan(tmp_path):
+    """A journal as auto writes it, its first student's run taking 0.4 of its planned logits."""
+    from auto_calibration import LOGITS, factors
+
+    from adaptext.auto import plan as P
+    from adaptext.auto.state import AutoState, Row, write_state
+    summary = P.DataSummary(train=6920, dev=872, test=1821, mean_length=19.3, classes=2)
+    calibration = {"transformer": 0.5, "kim_cnn": 0.7}
+    found = P.replan(summary, 1200, calibration, {"bilstm-pieces-distilled"}, threads=2)
+    first = found[0]
+    bare = P.Candidate(first.name, dict(first.options), first.teacher)
+    logits = P.cost_candidate(bare, summary, 2) * 0.5
+    assert first.fixed_s == pytest.approx(bare.fixed_s + logits)               # the logits, calibrated, in the plan
+    run = tmp_path / "auto"
+    (run / first.name).mkdir(parents=True)
+    (run / first.name / "log.csv").write_text("epoch,seconds\n1,30.0\n2,40.0\n")
+    row = Row(first.name, "lstm", "student", "transformer", first, "done", dev=85.0,
+              train_s=70.0 + bare.fixed_s + 0.4 * logits / 0.5)
+    write_state(run / "auto.json", AutoState({}, summary, 2, "accuracy", 1800, [row], calibration=calibration))
+    assert factors(run) == {**calibration, LOGITS: pytest.approx(0.4, abs=1e-3)}
