@@ -9,13 +9,13 @@ over words, Kim's CNN, a wider BiLSTM). Each is an ordinary
 run (its options are ``adaptext train`` options); a candidate that the data, the installed extras
 or the budget rule out stays in the plan, skipped, with the reason the report gives.
 
-The budget is spent where the accuracy is: every candidate gets its minimum, the teacher its
-epochs, the others theirs; then what is left buys the students a richer recipe (``RECIPES``: the
-unlabelled texts, more augmented copies and epochs, a teacher ensemble of 2 and 3 seeds, a
-wider BiLSTM), the richest one the budget affords whole (the fallback students, the faster ones
-for a floor the first student misses, at their minimum), and once the teacher has trained the
-richest one the time left affords at the speed measured so far (``replan``). Nothing caps a
-larger budget below the richest recipe, and the plan says what it leaves unspent.
+The budget is spent where the accuracy is: every candidate gets its minimum; then the teacher its
+epochs and the students the richest recipe the budget affords whole (``RECIPES``: the unlabelled
+texts, more augmented copies and epochs, a teacher ensemble of 2 and 3 seeds, a wider BiLSTM);
+then the fallbacks what is left: the baselines but the linear one, and the word and CNN students,
+faster models for a floor the recipe's first student misses. Once the teacher has trained, the
+recipe is chosen again on the time left at the speed measured so far (``replan``). Nothing caps
+a larger budget below the richest recipe, and the plan says what it leaves unspent.
 """
 from __future__ import annotations
 
@@ -108,14 +108,14 @@ class Recipe:
 
 
 # From the poorest to the richest; the plan takes the richest whose every candidate fits whole,
-# the fallback students at their minimum (none: the poorest, its epochs cut), and takes it again
-# once the teacher's run has measured how fast this machine trains. The two poorest keep a short
-# budget on a larger set from cutting the student below an epoch (SST-2 at 30 minutes planned 0.37
-# of an epoch over 10 copies: the teacher's logits over them took half the students' time). The copies come first: on TREC 40
-# copies gave the BiLSTM 1.6 points over 10 (5 epochs each) and 1.0 more than the same 40 cut to 2
-# epochs; on a few thousand product-review sentences 20 copies and 8 epochs gave it 1.0 over 10 and
-# 5. Then width: on SST-2 the 128-unit student read 0.36 over the 64-unit one (3 seeds each, same
-# logits). An ensemble's teachers come last: each costs a teacher's training and its logits, and
+# the fallbacks at their minimum (none: the poorest, its epochs cut), and takes it again once the
+# teacher's run has measured how fast this machine trains. The two poorest keep a short budget on
+# a larger set from cutting the student below an epoch (SST-2 at 30 minutes planned 0.37 of an
+# epoch over 10 copies: the teacher's logits over them took half the students' time). The copies
+# come first: on TREC 40 copies gave the BiLSTM 1.6 points over 10 (5 epochs each) and 1.0 more
+# than the same 40 cut to 2 epochs; on a few thousand product-review sentences 20 copies and 8
+# epochs gave it 1.0 over 10 and 5. Then width: on SST-2 the 128-unit student read 0.36 over the
+# 64-unit one (3 seeds each, same logits). An ensemble's teachers come last: each costs a teacher's training and its logits, and
 # on SST-2 the 3-teacher ensemble's logits over the augmented copies gave its students nothing
 # (87.63 against one teacher's 87.72, 3 seeds each; benchmarks/results/distill_phrases.md). From 5
 # copies on, each rung costs the students at most half as much again as the one before: with 5, 10
@@ -177,7 +177,7 @@ class Candidate:
     recipe: int = 0                 # a student's or an ensemble teacher's recipe (its number in RECIPES, from 1)
     key: str = ""                   # its cost coefficient's name (EPOCH_S_PER_KTOKEN), what recalibration scales
     base_epoch_s: float = 0.0       # one epoch as planned, before recalibration
-    fallback: bool = False          # a faster student, given what the recipe's own students leave
+    fallback: bool = False          # for a floor the students miss: given what the teacher and the recipe leave
 
     def cost(self, work: float) -> float:
         return self.fixed_s + self.epoch_s * work
@@ -226,11 +226,12 @@ def pool(kind: ExampleKind, recipe: Recipe = Recipe(), unlabeled: str | None = N
     attconv (light), the one fast model that reads them, undistilled and distilled."""
     text = kind == ExampleKind.TEXT
     found = [Candidate(LINEAR, {"model": "fasttext", "epochs": 5}),
-             Candidate("bov", {"model": "bov", "epochs": 10}),
-             Candidate("kim_cnn", {"model": "kim_cnn", "epochs": 10}),
-             Candidate("kim_cnn-vectors", {"model": "kim_cnn", "embeddings": "transformer", "epochs": 10})]
+             Candidate("bov", {"model": "bov", "epochs": 10}, fallback=True),
+             Candidate("kim_cnn", {"model": "kim_cnn", "epochs": 10}, fallback=True),
+             Candidate("kim_cnn-vectors", {"model": "kim_cnn", "embeddings": "transformer", "epochs": 10},
+                       fallback=True)]
     if not text:
-        found.append(Candidate("attconv", {"model": "attconv", "variant": "light", "epochs": 10}))
+        found.append(Candidate("attconv", {"model": "attconv", "variant": "light", "epochs": 10}, fallback=True))
     found.append(Candidate(TEACHER_NAME, dict(TEACHER), role="teacher"))
     found += [Candidate(f"transformer-seed{k + 1}", dict(TEACHER), role="ensemble", optional=k >= recipe.teachers,
                         seed_offset=k) for k in (1, 2)]
@@ -247,7 +248,7 @@ def students(text: bool, recipe: Recipe, unlabeled: str | None) -> list[Candidat
     # The recipe is the first student's (and the wide one's): over the encoder's word pieces it won
     # on dev in every 30-minute cell (benchmarks/results/auto_table.md). The word student and Kim's
     # CNN are fallbacks, faster (on SUBJ 58x and 52x the teacher against its 39x) for a floor it
-    # misses: they get what it leaves, at least their minimum.
+    # misses, as the baselines are: they get what the recipe leaves, at least their minimum.
     # train options: the numbers of the distillation, and the path of the unlabelled texts
     distill: dict[str, float | str] = {"alpha": ALPHA, "augment": recipe.copies}
     if recipe.unlabeled and unlabeled:
@@ -359,18 +360,20 @@ def human(seconds: float) -> str:
 
 
 def make_plan(summary: DataSummary, budget_s: float, multilabel: bool = False, kinds=(ExampleKind.TEXT,),
-              threads: int = 1, encoder: bool | None = None, unlabeled: str | None = None) -> list[Candidate]:
+              threads: int = 1, encoder: bool | None = None, unlabeled: str | None = None,
+              only: list | None = None) -> list[Candidate]:
     """The candidates for these data within ``budget_s`` seconds, each costed and its epochs
     capped so that the plan fits, with the richest recipe for the students that fits whole;
     those the data, extras or budget rule out marked skipped. ``encoder``: whether the
     pretrained encoder is installed (None: look); ``unlabeled``: a file of unlabelled texts the
-    students may learn from. A budget too short for even the first candidate's minimum is a
-    ``UsageError`` naming the time it needs."""
+    students may learn from; ``only``: the names of the candidates to keep (the others left out).
+    A budget too short for even the first candidate's minimum is a ``UsageError`` naming the time
+    it needs."""
     missing = encoder_available() if encoder is None else (None if encoder else "not installed")
     kind = kinds[0] if kinds else summary.kind
     seconds = budget_s - START_S - FINISH_S
-    found, logits = richest(lambda recipe: pool(kind, recipe, unlabeled), seconds, summary, kinds, multilabel,
-                            missing, threads)
+    found, logits = richest(lambda recipe: left_out(pool(kind, recipe, unlabeled), only), seconds, summary, kinds,
+                            multilabel, missing, threads)
     usable = [c for c in found if not c.skip]
     if not usable:
         raise UsageError(f"auto has no candidate model for {'/'.join(kinds)} examples; train one with adaptext train")
@@ -397,6 +400,14 @@ def replan(summary: DataSummary, seconds: float, calibration: dict, names: set, 
     return found
 
 
+def left_out(found: list[Candidate], only: list | None) -> list[Candidate]:
+    """``found``, those not in ``only`` skipped (the data's and extras' reasons come first)."""
+    for c in found:
+        if only and c.name not in only:
+            c.skip = "left out (only: " + ", ".join(only) + ")"
+    return found
+
+
 def richest(candidates, seconds: float, summary: DataSummary, kinds, multilabel: bool, missing, threads: int,
             calibration: dict | None = None, trained: frozenset = frozenset()) -> tuple[list, dict]:
     """The costed candidates (``candidates(recipe)``) of the richest recipe that fits whole in
@@ -413,7 +424,7 @@ def costed(found: list, summary: DataSummary, kinds, multilabel: bool, missing, 
     """The candidates with their costs and what rules them out; the teacher logits of each student."""
     logits = {}
     for c in found:
-        c.skip = why_not(c, kinds, multilabel, missing)
+        c.skip = why_not(c, kinds, multilabel, missing) or c.skip
         if c.optional and not c.skip:
             c.skip = NOT_IN_RECIPE
         logits[c.name] = cost_candidate(c, summary, threads, calibration)
@@ -422,8 +433,8 @@ def costed(found: list, summary: DataSummary, kinds, multilabel: bool, missing, 
 
 
 def whole_cost(found: list, logits: dict, trained: frozenset = frozenset()) -> float:
-    """The seconds of every candidate the data allow, each at its planned epochs, a fallback
-    student at its minimum (a student only with its teacher, planned or ``trained`` already)."""
+    """The seconds of every candidate the data allow, each at its planned epochs, a fallback at
+    its minimum (a student only with its teacher, planned or ``trained`` already)."""
     kept = [c for c in found if not c.skip]
     names = {c.name for c in kept} | set(trained)
     paid = {c.teacher for c in kept if c.teacher and c.teacher in names}
@@ -441,7 +452,7 @@ def allocate(found: list[Candidate], seconds: float, logits: dict, trained: froz
     """First every candidate at its minimum, in plan order, while the budget lasts (a student
     only with its teacher, kept or ``trained`` already; the first student of a teacher also pays
     for its logits); then what is left raises the teacher to its epochs, then each other kept
-    candidate, in order, the fallback students last."""
+    candidate in the order ``extra_rank`` gives."""
     kept: list[Candidate] = []
     paid: set[str] = set()          # the teachers whose logits a student already paid for
     left = seconds
@@ -462,13 +473,34 @@ def allocate(found: list[Candidate], seconds: float, logits: dict, trained: froz
             paid.add(c.teacher)
         left -= need
         kept.append(c)
-    # the teacher first (students learn from it), the fallback students last
-    for c in sorted(kept, key=lambda c: (c.role != "teacher", c.fallback)):
+    for c in sorted(kept, key=lambda c: extra_rank(c, kept)):
         planned = c.work
+        if extra_rank(c, kept) == HELD:
+            c.set_work(c.min_work)
+            c.notes.append(f"{_work(c)} of the {planned:g} planned: a fallback, the students' recipe first")
+            continue
         c.fit_to(c.cost(c.min_work) + max(left, 0.0))     # estimates are rounded: left may dip under 0
         left -= c.estimate_s - c.cost(c.min_work)
         if c.work < planned:
             c.notes.append(f"{_work(c)} of the {planned:g} planned, to fit the budget")
+
+
+HELD = 3            # extra_rank's last: no epochs beyond the minimum
+
+
+def extra_rank(c: Candidate, kept: list[Candidate]) -> int:
+    """When a kept candidate gets epochs beyond its minimum: the teacher first (students learn from
+    it), then the recipe's students, the linear baseline and an ensemble's teachers, then the
+    fallback students, in plan order. With a student planned on a recipe short of the richest, the
+    other baselines (trained before the teacher) are ``HELD`` at their minimum: what the plan leaves
+    over waits for the recipe chosen again once the teacher has trained. A teacher that no kept
+    student learns from ranks as a baseline: under a relative floor it cannot win."""
+    taught = any(k.teacher for k in kept)
+    if c.role == "teacher":
+        return 0 if taught else 2
+    if c.fallback and c.role == "baseline" and any(k.teacher and k.recipe < len(RECIPES) for k in kept):
+        return HELD
+    return 2 if c.fallback else 1
 
 
 def _work(c: Candidate) -> str:

@@ -170,14 +170,10 @@ def new_state(options: dict, summary: P.DataSummary) -> AutoState:
     """auto.json of a new auto run: its plan, every candidate pending or skipped."""
     threads = speed_threads(options)        # training without --threads: torch takes every core
     unlabeled = str(Path(options["unlabeled"]).resolve()) if options.get("unlabeled") else None
-    found = P.make_plan(summary, options["time"], summary.multilabel, (summary.kind,), threads, unlabeled=unlabeled)
-    only = options.get("only")
-    rows = []
-    for c in found:
-        if only and c.name not in only and (not c.skip or c.for_time):
-            c.skip, c.for_time = "left out (only: " + ", ".join(only) + ")", False
-        rows.append(Row(c.name, c.options["model"], c.role, c.teacher, c, "skipped" if c.skip else "pending",
-                        c.skip, c.for_time or None, list(c.notes), c.estimate_s))
+    found = P.make_plan(summary, options["time"], summary.multilabel, (summary.kind,), threads, unlabeled=unlabeled,
+                        only=options.get("only"))
+    rows = [Row(c.name, c.options["model"], c.role, c.teacher, c, "skipped" if c.skip else "pending", c.skip,
+                c.for_time or None, list(c.notes), c.estimate_s) for c in found]
     seconds = options["time"] - P.START_S - P.FINISH_S
     recipes = sorted({c.recipe for c in found if c.recipe})
     return AutoState(identity(options), summary, threads, default_monitor(summary.multilabel),
