@@ -115,11 +115,12 @@ class Recipe:
 # come first: on TREC 40 copies gave the BiLSTM 1.6 points over 10 (5 epochs each) and 1.0 more
 # than the same 40 cut to 2 epochs; on a few thousand product-review sentences 20 copies and 8
 # epochs gave it 1.0 over 10 and 5. Then width: on SST-2 the 128-unit student read 0.36 over the
-# 64-unit one (3 seeds each, same logits). An ensemble's teachers come last: each costs a teacher's training and its logits, and
-# on SST-2 the 3-teacher ensemble's logits over the augmented copies gave its students nothing
-# (87.63 against one teacher's 87.72, 3 seeds each; benchmarks/results/distill_phrases.md). From 5
-# copies on, each rung costs the students at most half as much again as the one before: with 5, 10
-# and 20 copies alone, SUBJ at 30 minutes could not afford 10 and left 6.5 minutes unspent.
+# 64-unit one (3 seeds each, same logits). An ensemble's teachers come last: each costs a
+# teacher's training and its logits, and on SST-2 the 3-teacher ensemble's logits over the
+# augmented copies gave its students nothing (87.63 against one teacher's 87.72, 3 seeds each;
+# benchmarks/results/distill_phrases.md). From 5 copies on, each rung costs the students at most
+# half as much again as the one before: with 5, 10 and 20 copies alone, SUBJ at 30 minutes could
+# not afford 10 and left 6.5 minutes unspent.
 RECIPES = (Recipe(2), Recipe(5), Recipe(7), Recipe(), Recipe(unlabeled=True), Recipe(15, 5, unlabeled=True),
            Recipe(20, 5, unlabeled=True), Recipe(30, 5, unlabeled=True), Recipe(40, 5, unlabeled=True),
            Recipe(40, 8, unlabeled=True), Recipe(40, 8, 1, True, True), Recipe(40, 8, 2, True, True),
