@@ -90,7 +90,8 @@ def write(name: str, rows: list[dict], notes: str = "", out: str | Path | None =
 def markdown(doc: dict) -> str:
     rows = doc["rows"]
     cols = [c for c in ("model", "variant", "dataset", "budget", "condition", "split", "length", "metric", "mean",
-                        "std", "n", "min", "max", "median", "dev", "paper", "baseline", "ratio", "target", "seconds", "said")
+                        "std", "n", "min", "max", "median", "dev", "paper", "baseline", "ratio", "target", "seconds",
+                        "said")
             if any(c in r for r in rows)]
     from adaptext.tables import markdown_table
     lines = [f"# {doc['benchmark']}", "", f"- command: `{doc['command']}`", f"- commit: `{doc['commit']}`",
@@ -253,8 +254,8 @@ def merge_docs(docs: list[dict]) -> list[dict]:
     """Rows of the same (model, variant, dataset, split, metric, budget) from several runs, values pooled
     (parallel single-seed runs merged into one table); each row keeps its machine. A seed (a seed
     and fold, where a row has ``folds``) that two slices both hold for one row, or a speed row (its
-    ratio measured within one run) in two slices, is an error rather than counted twice. Seconds are averaged over slices of one machine;
-    a row measured on several has none."""
+    ratio measured within one run) in two slices, is an error rather than counted twice. Seconds
+    are averaged over slices of one machine; a row measured on several has none."""
     groups: dict = {}
     for d in docs:
         for r in d["rows"]:

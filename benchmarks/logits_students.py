@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import common  # noqa: E402
-from cells import PIECES as AUTO_PIECES  # noqa: E402
+from adaptext.auto.plan import PIECES as AUTO_PIECES
 
 BILSTM = {"model": "lstm", "layers": 1, "bidirectional": True, "batch_size": 64, "alpha": 0.0, "epochs": 5}
 # the encoder's word pieces through its own input vectors, kept fixed, as adaptext auto's first student

@@ -474,9 +474,10 @@ def allocate(found: list[Candidate], seconds: float, logits: dict, trained: froz
             paid.add(c.teacher)
         left -= need
         kept.append(c)
-    for c in sorted(kept, key=lambda c: extra_rank(c, kept)):
+    rank = {c.name: extra_rank(c, kept) for c in kept}
+    for c in sorted(kept, key=lambda c: rank[c.name]):
         planned = c.work
-        if extra_rank(c, kept) == HELD:
+        if rank[c.name] == HELD:
             c.set_work(c.min_work)
             c.notes.append(f"{_work(c)} of the {planned:g} planned: a fallback, the students' recipe first")
             continue
