@@ -27,7 +27,6 @@ from pathlib import Path
 
 import cells  # noqa: E402
 import common  # noqa: E402
-import logits_students  # noqa: E402
 
 KIM = {"embeddings": str(common.GLOVE), "embedding_mode": "non-static"}
 TREE_DATA = {"sst2": "sst2-trees", "trec": "trec"}      # tree models train on trees, TREC parsed
@@ -122,7 +121,8 @@ def phrase_points() -> list[dict]:
         pts.append({"label": f"BiLSTM (1 layer, {hidden} units) distilled, phrases and copies, {teachers}",
                     "options": {**options, "hidden": hidden}, "acc": {"sst2": [(PHRASES, "lstm", variant)]}})
     # the same student reading MiniLM's word pieces through its fixed input vectors (adaptext auto's first student)
-    variant = f"from sst2-phrases-aug10-ensemble3, {logits_students.STUDENTS['pieces-64'][1]}"
+    variant = ("from sst2-phrases-aug10-ensemble3, one-layer BiLSTM (64 a direction) over MiniLM's word pieces and "
+               "fixed input vectors, learning rate decayed linearly to 0")
     pts.append({"label": "BiLSTM (1 layer, 64 units) over word pieces distilled, phrases and copies, 3 teachers",
                 "options": dict(cells.STUDENTS["bilstm-64-minilm"][0]), "acc": {"sst2": [(PIECES, "lstm", variant)]}})
     return pts
