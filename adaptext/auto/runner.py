@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import os
 import signal
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import replace
@@ -36,6 +37,7 @@ SAME_RUN = DATA_KEYS + ("seed", "unlabeled")   # what makes OUT this auto run: r
 EXPLAINED = 3          # dev texts whose words the report colours by the winner's attributions
 HEARTBEAT_S = 15.0                        # while a run trains, auto.json's elapsed time is kept this current
 RESUME_HINT = "interrupted; run the same command again to resume"
+WIDE = "bilstm-pieces-wide-distilled"            # the recipe's wider student, trained only where the floor allows
 
 
 class Interrupted(BaseException):
@@ -248,8 +250,7 @@ class Auto:
 
     def _trained(self, row: Row, run: Path) -> dict | None:
         """The candidate's metrics: read back (a finished run), resumed (a run cut short) or
-        trained; None when it is skipped now (its teacher missing, the budget too short, a
-        wider student the floor rules out)."""
+        trained; None when it is skipped now (its teacher missing, the budget too short)."""
         state = RunDir(run).state
         if state is RunState.FINISHED:
             self.say(f"{row.name}: read back from {run} (it finished before; not trained again)")
@@ -265,10 +266,6 @@ class Auto:
                 return None
             options, what = {}, "resuming its run from the last checkpoint"
         else:
-            too_slow = self._wide_too_slow(row)
-            if too_slow:
-                self._skip(row, too_slow, retry=False)
-                return None
             planned = row.plan
             assert planned is not None, "every row auto plans carries its candidate"
             cand = replace(planned, options=dict(planned.options), notes=list(planned.notes))
@@ -312,6 +309,9 @@ class Auto:
         only = self.options.get("only")
         rows = {r.name: r for r in self.state.candidates if r.role in ("ensemble", "student") and
                 (not only or r.name in only) and (r.status == "pending" or r.retry or r.reason == P.NOT_IN_RECIPE)}
+        too_slow = self._wide_too_slow() if WIDE in rows else None
+        if too_slow:                            # its time goes to the rest of the recipe
+            self._skip(rows.pop(WIDE), too_slow, retry=False)
         seconds = self.remaining() - P.FINISH_S - (0 if self.warm else P.START_S) - self._measuring()
         found = P.replan(self.summary, seconds, self.state.calibration, set(rows), (self.summary.kind,),
                          self.summary.multilabel, speed_threads(self.options), self.state.identity.get("unlabeled"))
@@ -346,20 +346,21 @@ class Auto:
         planned = plan.base_epoch_s * min(1.0, plan.work)
         self.state.calibration[plan.key] = round(row.epoch_s / planned, 3)
 
-    def _wide_too_slow(self, row: Row) -> str | None:
-        """Why the wider BiLSTM student would not meet the floor, from the narrow one's speed
-        against the teacher's measured now (one short round), over ``WIDE_SLOWDOWN``; None when it
-        may (no floor, or nothing to measure)."""
+    def _wide_too_slow(self) -> str | None:
+        """Why the wider student would not meet the floor, before any time is planned for it: the
+        narrow student's architecture, trained one step (its speed does not depend on its weights),
+        measured against the teacher now (one short round), over ``WIDE_SLOWDOWN``; None when it
+        may (no floor)."""
         floor = Floor.parse(self.options.get("min_speed"))
-        narrow = self.state.row("bilstm-distilled")
-        assert row.plan is not None, "a pending candidate carries its plan"
-        if not floor or row.plan.options.get("hidden", 0) <= P.BILSTM["hidden"] or not (narrow and narrow.done):
+        if not floor:
             return None
-        names = {"bilstm-distilled": self.out / narrow.name}
-        if floor.relative:
-            names[P.TEACHER_NAME] = self.out / P.TEACHER_NAME
-        speeds = measure_runs(names, self.dev_inputs[:4 * BATCH], rounds=1)
-        wide = speeds["bilstm-distilled"] / P.WIDE_SLOWDOWN
+        from ..training.run import train_run
+        with tempfile.TemporaryDirectory(prefix="adaptext-auto-") as probe:
+            train_run({**P.BILSTM, **P.PIECES, **data_options(self.options), "epochs": 1, "max_steps": 1,
+                       "progress": False, "out": probe}, log=lambda message: None)
+            names = {P.NARROW: Path(probe), **({P.TEACHER_NAME: self.out / P.TEACHER_NAME} if floor.relative else {})}
+            speeds = measure_runs(names, self.dev_inputs[:4 * BATCH], rounds=1)
+        wide = speeds[P.NARROW] / P.WIDE_SLOWDOWN
         reach = wide / speeds[P.TEACHER_NAME] if floor.relative else wide
         if reach >= floor.value:
             return None
