@@ -456,18 +456,18 @@ def test_the_floor_rules_the_wide_student_out_before_the_recipe_gives_it_time(qu
     out, said = tmp_path / "auto", []
     auto = R.Auto({"data": train, "test": test, "time": 4 * 3600, "min_speed": "25x", "out": str(out)}, out,
                   said.append)
-    assert auto.state.row(R.WIDE).status == "pending"           # the richest recipe has it
+    assert auto.state.row(P.WIDE).status == "pending"           # the richest recipe has it
     for r in auto.state.candidates:
         if r.role in ("baseline", "teacher"):
             r.status, r.dev = "done", 80.0
     auto.replan()
     assert [sorted(runs) for runs in measured] == [sorted([P.NARROW, P.TEACHER_NAME])]
-    wide = read_state(out / R.STATE).row(R.WIDE)
+    wide = read_state(out / R.STATE).row(P.WIDE)
     if ruled_out:
         assert wide.status == "skipped" and not wide.retry
         assert wide.reason == "a BiLSTM of 128 units would predict about 11.8x the teacher, under the floor (25x " \
                               "the teacher's sentences/s)"
-        assert any(f"{R.WIDE}: skipped (a BiLSTM of 128" in line for line in said)
+        assert any(f"{P.WIDE}: skipped (a BiLSTM of 128" in line for line in said)
     else:
         assert wide.status == "pending" and wide.plan.options["hidden"] == P.WIDE_HIDDEN
 

@@ -81,6 +81,7 @@ PIECES = {"tokenizer": "subword", "embeddings": "transformer", "embedding_mode":
 ALPHA = 0.0                                      # students learn the teacher's logits only
 LINEAR = "fasttext"                              # the candidate no winner may fall under on dev
 NARROW = "bilstm-pieces-distilled"               # the recipe's first student, the one the wide rung widens
+WIDE = "bilstm-pieces-wide-distilled"            # the recipe's wider student, planned only where the floor allows
 WIDE_HIDDEN = 128
 # The piece student of 128 units a direction predicts 0.59 of the 64-unit one's sentences/s (each
 # trained one step on SST-2, its 872 dev texts, adaptext.auto.speed's pass of 7 rounds; the word
@@ -259,8 +260,8 @@ def students(text: bool, recipe: Recipe, unlabeled: str | None) -> list[Candidat
     found = [Candidate(NARROW, {**BILSTM, **PIECES, **distill, "epochs": recipe.epochs}),
              Candidate("bilstm-distilled", {**BILSTM, **distill, "epochs": recipe.epochs}, fallback=text),
              Candidate("kim_cnn-distilled", {"model": "kim_cnn", **distill, "epochs": recipe.epochs}, fallback=text),
-             Candidate("bilstm-pieces-wide-distilled", {**BILSTM, **PIECES, "hidden": WIDE_HIDDEN, **distill,
-                                                        "epochs": recipe.epochs}, optional=not recipe.wide)]
+             Candidate(WIDE, {**BILSTM, **PIECES, "hidden": WIDE_HIDDEN, **distill, "epochs": recipe.epochs},
+                       optional=not recipe.wide)]
     if not text:
         found.append(Candidate("attconv-distilled", {"model": "attconv", "variant": "light", **distill,
                                                      "epochs": recipe.epochs}))

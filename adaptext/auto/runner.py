@@ -37,7 +37,6 @@ SAME_RUN = DATA_KEYS + ("seed", "unlabeled")   # what makes OUT this auto run: r
 EXPLAINED = 3          # dev texts whose words the report colours by the winner's attributions
 HEARTBEAT_S = 15.0                        # while a run trains, auto.json's elapsed time is kept this current
 RESUME_HINT = "interrupted; run the same command again to resume"
-WIDE = "bilstm-pieces-wide-distilled"            # the recipe's wider student, trained only where the floor allows
 
 
 class Interrupted(BaseException):
@@ -309,9 +308,9 @@ class Auto:
         only = self.options.get("only")
         rows = {r.name: r for r in self.state.candidates if r.role in ("ensemble", "student") and
                 (not only or r.name in only) and (r.status == "pending" or r.retry or r.reason == P.NOT_IN_RECIPE)}
-        too_slow = self._wide_too_slow() if WIDE in rows else None
+        too_slow = self._wide_too_slow() if P.WIDE in rows else None
         if too_slow:                            # its time goes to the rest of the recipe
-            self._skip(rows.pop(WIDE), too_slow, retry=False)
+            self._skip(rows.pop(P.WIDE), too_slow, retry=False)
         seconds = self.remaining() - P.FINISH_S - (0 if self.warm else P.START_S) - self._measuring()
         found = P.replan(self.summary, seconds, self.state.calibration, set(rows), (self.summary.kind,),
                          self.summary.multilabel, speed_threads(self.options), self.state.identity.get("unlabeled"))
