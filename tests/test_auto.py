@@ -437,19 +437,23 @@ def test_the_students_recipe_is_chosen_again_once_the_teacher_has_trained(questi
     assert again.state.row("bilstm-pieces-distilled").plan.options == student.plan.options
 
 
-@pytest.mark.parametrize("narrow, ruled_out", [(2000.0, True), (5000.0, False)], ids=["too slow", "fast enough"])
+@pytest.mark.parametrize("narrow, ruled_out", [(2000.0, True), (5000.0, False), (None, False)],
+                         ids=["too slow", "fast enough", "not measurable"])
 def test_the_floor_rules_the_wide_student_out_before_the_recipe_gives_it_time(questions, tmp_path, monkeypatch,
                                                                               narrow, ruled_out):
     """Under --min-speed 25x, once the teacher has trained, the narrow student's architecture,
     trained one step, is measured against the teacher: at 2,000 sentences/s against its 100, the
     wide student (over WIDE_SLOWDOWN: about 11.8x) is skipped, saying so, before the recipe is chosen
-    again, and never tried again; at 5,000 (29.4x) it keeps its place in the recipe."""
+    again, and never tried again; at 5,000 (29.4x) it keeps its place in the recipe, as it does
+    when the measurement fails (auto goes on, saying so)."""
     import adaptext.auto.runner as R
     measured = []
 
     def speeds(runs, texts, rounds):
         measured.append(runs)
         assert (runs[P.NARROW] / "config.json").is_file() and len(texts) <= 4 * R.BATCH     # a real run, one step
+        if narrow is None:
+            raise RuntimeError("no pass")
         return {P.NARROW: narrow, P.TEACHER_NAME: 100.0}
     monkeypatch.setattr(R, "measure_runs", speeds)
     train, test = questions
@@ -462,7 +466,10 @@ def test_the_floor_rules_the_wide_student_out_before_the_recipe_gives_it_time(qu
             r.status, r.dev = "done", 80.0
     auto.replan()
     assert [sorted(runs) for runs in measured] == [sorted([P.NARROW, P.TEACHER_NAME])]
-    wide = read_state(out / R.STATE).row(P.WIDE)
+    journal = read_state(out / R.STATE)
+    wide, recipe = journal.row(P.WIDE), next(line for line in summary_lines(journal) if "recipe" in line)
+    assert ("a wide BiLSTM" in recipe) != ruled_out                   # what the students are given, as it ran
+    assert ("a wide BiLSTM" in next(line for line in said if "recipe chosen again" in line)) != ruled_out
     if ruled_out:
         assert wide.status == "skipped" and not wide.retry
         assert wide.reason == "a BiLSTM of 128 units would predict about 11.8x the teacher, under the floor (25x " \
@@ -470,6 +477,8 @@ def test_the_floor_rules_the_wide_student_out_before_the_recipe_gives_it_time(qu
         assert any(f"{P.WIDE}: skipped (a BiLSTM of 128" in line for line in said)
     else:
         assert wide.status == "pending" and wide.plan.options["hidden"] == P.WIDE_HIDDEN
+    assert any("the floor could not be checked before planning it (no pass)" in line for line in said) == \
+        (narrow is None)
 
 
 # ------------------------------------------------------------------ throughput beside a busy process

@@ -101,13 +101,13 @@ class Recipe:
     unlabeled: bool = False
     wide: bool = False
 
-    def describe(self, unlabeled: bool = True) -> str:
+    def describe(self, unlabeled: bool = True, wide: bool = True) -> str:
         """'40 copies, 8 epochs, 1 teacher, the unlabelled texts, a wide BiLSTM' (``unlabeled``:
-        whether auto was given unlabelled texts)."""
+        whether auto was given unlabelled texts; ``wide``: whether the floor left the wide student in)."""
         parts = [f"{self.copies} copies", f"{self.epochs} epochs",
                  f"{self.teachers} teacher{'s' if self.teachers > 1 else ''}"]
         return ", ".join(parts + ["the unlabelled texts"] * (self.unlabeled and unlabeled) +
-                         ["a wide BiLSTM"] * self.wide)
+                         ["a wide BiLSTM"] * (self.wide and wide))
 
 
 # From the poorest to the richest; the plan takes the richest whose every candidate fits whole,

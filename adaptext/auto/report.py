@@ -12,7 +12,7 @@ from pathlib import Path
 from ..runs.files import read_json, write_atomic
 from ..runs.rundir import RunDir
 from ..tables import markdown_table
-from .plan import RECIPES, human
+from .plan import RECIPES, WIDE, human
 from .state import AutoState, as_state
 
 NAMES = {"accuracy": "accuracy", "micro_f1": "micro-F1"}
@@ -98,7 +98,9 @@ def summary_lines(state: AutoState) -> list[str]:
         number = state.recipes[-1]
         again = f"; chosen again once the teacher had trained (planned: recipe {state.recipes[0]})" \
             if len(state.recipes) > 1 else ""
-        lines.append(f"Students' recipe {number}: {RECIPES[number - 1].describe(bool(d.unlabeled))}{again}.")
+        wide = state.row(WIDE)                  # skipped: the floor (or the budget) left it out
+        recipe = RECIPES[number - 1].describe(bool(d.unlabeled), wide=not (wide and wide.status == "skipped"))
+        lines.append(f"Students' recipe {number}: {recipe}{again}.")
     win = state.row(state.winner)
     if win:
         met = "" if state.floor_met else " (no candidate reaches the floor: the fastest is the winner)"

@@ -322,7 +322,7 @@ class Auto:
         self.state.recipes.append(number)
         self.state.unspent_s = round(P.unspent(found, seconds), 1)
         self.say(f"the students' recipe chosen again on the measured epochs: recipe {number} "
-                 f"({P.RECIPES[number - 1].describe(bool(self.summary.unlabeled))}), planned "
+                 f"({P.RECIPES[number - 1].describe(bool(self.summary.unlabeled), wide=not too_slow)}), planned "
                  f"{P.human(sum(c.estimate_s for c in found if not c.skip))} of the {P.human(max(seconds, 0))} left")
         self.save()
 
@@ -353,18 +353,27 @@ class Auto:
         floor = Floor.parse(self.options.get("min_speed"))
         if not floor:
             return None
-        from ..training.run import train_run
-        with tempfile.TemporaryDirectory(prefix="adaptext-auto-") as probe:
-            train_run({**P.BILSTM, **P.PIECES, **data_options(self.options), "epochs": 1, "max_steps": 1,
-                       "progress": False, "out": probe}, log=lambda message: None)
-            names = {P.NARROW: Path(probe), **({P.TEACHER_NAME: self.out / P.TEACHER_NAME} if floor.relative else {})}
-            speeds = measure_runs(names, self.dev_inputs[:4 * BATCH], rounds=1)
+        try:
+            speeds = self._narrow_speeds(floor.relative)
+        except Exception as e:                  # as a candidate's failure: auto goes on, the wide student planned
+            self.say(f"{P.WIDE}: the floor could not be checked before planning it ({e})")
+            return None
         wide = speeds[P.NARROW] / P.WIDE_SLOWDOWN
         reach = wide / speeds[P.TEACHER_NAME] if floor.relative else wide
         if reach >= floor.value:
             return None
         return (f"a BiLSTM of {P.WIDE_HIDDEN} units would predict about {reach:,.1f}"
                 f"{'x the teacher' if floor.relative else ' sentences/s'}, under the floor ({floor.describe()})")
+
+    def _narrow_speeds(self, teacher: bool) -> dict:
+        """{name: sentences/s} of the narrow student's architecture, trained one step in a
+        temporary folder, and of the teacher (``teacher``), in one short round over dev texts."""
+        from ..training.run import train_run
+        with tempfile.TemporaryDirectory(prefix="adaptext-auto-") as probe:
+            train_run({**P.BILSTM, **P.PIECES, **data_options(self.options), "epochs": 1, "max_steps": 1,
+                       "progress": False, "out": probe}, log=lambda message: None)
+            names = {P.NARROW: Path(probe), **({P.TEACHER_NAME: self.out / P.TEACHER_NAME} if teacher else {})}
+            return measure_runs(names, self.dev_inputs[:4 * BATCH], rounds=1)
 
     def _deadline(self, row: Row) -> float:
         """When the candidate's training must stop (perf_counter time): the budget's end, less its
