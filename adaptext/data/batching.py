@@ -77,6 +77,7 @@ class Batch:
     tree: TreeBatch | None = None
     pair_tree: TreeBatch | None = None
     soft: torch.Tensor | None = None        # [B, C] a teacher's logits (distillation)
+    features: torch.Tensor | None = None    # [B, D] its sentence representations, standardised (--feature-weight)
 
     @classmethod
     def of_ids(cls, kind: ExampleKind, text, lengths, second=None, second_lengths=None) -> "Batch":
@@ -130,6 +131,7 @@ class Item:
     pair_tree: EncodedTree | None = None
     truncated: bool = False
     soft: np.ndarray | None = None    # a teacher's logits [C] (distillation); its label may then be None
+    features: np.ndarray | None = None    # the teacher's sentence representation [D] (--feature-weight)
 
     def length(self) -> int:
         if self.text is not None:
@@ -345,6 +347,8 @@ class Collator:
         if items[0].soft is not None:                 # distillation: unlabelled transfer texts are -100
             b.soft = torch.from_numpy(np.stack(_every([it.soft for it in items])).astype(np.float32))
             b.labels = torch.tensor([-100 if it.label is None else it.label for it in items], dtype=torch.int64)
+            if items[0].features is not None:
+                b.features = torch.from_numpy(np.stack(_every([it.features for it in items])).astype(np.float32))
         elif items[0].label is not None:
             if self.multilabel:
                 y = torch.zeros(len(items), self.num_classes)

@@ -14,7 +14,7 @@ import torch
 from ..data.batching import Batch, Collator, Encoder, Item, StoredItems
 from ..data.loading import ItemDataset, Items, inference_batches
 from ..data.store import StoredSplit
-from ..errors import BadLines
+from ..errors import BadLines, UsageError
 from ..data.examples import Example
 from ..data.text import LabelMap
 from ..registry import TextClassifier, get_entry
@@ -46,8 +46,10 @@ def predict_probs(model: TextClassifier, items: Items, collate: Collator, multil
 
 @torch.no_grad()
 def model_outputs(model: TextClassifier, items: Items, collate: Collator,
-                  transform: Callable[[torch.Tensor], torch.Tensor], batch_size: int = 256) -> np.ndarray:
-    """[len(items), classes] of ``transform(logits)``, batch by batch, in the items' order."""
+                  transform: Callable[[torch.Tensor], torch.Tensor], batch_size: int = 256,
+                  representations: HeadInputs | None = None) -> np.ndarray:
+    """[len(items), classes] of ``transform(logits)``, batch by batch, in the items' order; with
+    ``representations``, what the head read for each item is kept there too."""
     if model.training:                    # a recursive call over every module: not for each small request
         model.eval()
     out = np.zeros((len(items), collate.num_classes), dtype=np.float32)
@@ -56,9 +58,42 @@ def model_outputs(model: TextClassifier, items: Items, collate: Collator,
     device, guard = next(model.parameters()).device, MemoryGuard()
     for batch in inference_batches(data, batch_size, collate):
         batch = to_device(batch, device)
-        out[[pos[int(i)] for i in batch.index]] = transform(logits_of(model(batch))).float().cpu().numpy()
+        rows = [pos[int(i)] for i in batch.index]
+        out[rows] = transform(logits_of(model(batch))).float().cpu().numpy()
+        if representations is not None:
+            representations.put(rows)
         guard.check()             # batches of every length fragment the heap: 3 GB for 8k reviews untrimmed
     return out
+
+
+class HeadInputs:
+    """What a model's classifier head reads (its sentence representation), item by item, kept
+    while ``model_outputs`` runs with it (``with HeadInputs(model, len(items)) as kept``; then
+    ``kept.array``): the second target of a student (--feature-weight)."""
+
+    def __init__(self, model: TextClassifier, count: int):
+        self.head = getattr(model, "head", None)
+        if not isinstance(self.head, torch.nn.Module):
+            raise UsageError(f"{type(model).__name__} has no classifier head whose input could be read")
+        self.count, self.array = count, np.zeros((0, 0), dtype=np.float32)
+        self.last: torch.Tensor | None = None
+
+    def __enter__(self) -> HeadInputs:
+        assert self.head is not None, "checked in __init__"
+        self.hook = self.head.register_forward_pre_hook(self.keep)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.hook.remove()
+
+    def keep(self, module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+        self.last = args[0]
+
+    def put(self, rows: list[int]) -> None:
+        assert self.last is not None, "the head ran on the batch"
+        if not self.array.size:
+            self.array = np.zeros((self.count, self.last.shape[-1]), dtype=np.float32)
+        self.array[rows] = self.last.float().cpu().numpy()
 
 
 def logits_of(out: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor:
@@ -132,8 +167,8 @@ class Pipeline:
     def probabilities(self, items: Items, batch_size: int = 256) -> np.ndarray:
         return predict_probs(self.model, items, self.collate, self.labels.multilabel, batch_size)
 
-    def logits(self, items: Items, batch_size: int = 256) -> np.ndarray:
-        return model_outputs(self.model, items, self.collate, lambda logits: logits, batch_size)
+    def logits(self, items: Items, batch_size: int = 256, representations: HeadInputs | None = None) -> np.ndarray:
+        return model_outputs(self.model, items, self.collate, lambda logits: logits, batch_size, representations)
 
     def predict(self, inputs: Iterable[Any], batch_size: int = 64, start: int = 0) -> list[dict[str, Any]]:
         items = self.items(as_input_list(inputs), start)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -159,7 +160,16 @@ def teacher_logits(teacher: str, examples: list, student_labels: list[str], log=
 
 def one_teacher_logits(teacher_dir, examples: list, student_labels: list[str], log=print,
                        device: str = "cpu") -> np.ndarray:
+    return one_teacher_outputs(teacher_dir, examples, student_labels, log, device)[0]
+
+
+def one_teacher_outputs(teacher_dir, examples: list, student_labels: list[str], log=print, device: str = "cpu",
+                        representations: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """The teacher's logits over ``examples`` (columns in ``student_labels``' order) and, with
+    ``representations``, what its classifier head read for each (float16: a few hundred numbers a
+    text), both cached by chunk: a chunk whose logits are cached is read again for its representations."""
     from ..api import Classifier
+    from ..runs.pipeline import HeadInputs
     teacher = Classifier.load(teacher_dir, device)
     if sorted(teacher.labels.labels) != sorted(student_labels) or teacher.labels.multilabel:
         raise DataError(teacher_dir, None, f"the teacher's classes ({', '.join(teacher.labels.labels)}) are not the "
@@ -167,17 +177,23 @@ def one_teacher_logits(teacher_dir, examples: list, student_labels: list[str], l
     examples = as_the_teacher_reads(teacher, examples)
     folder = _cache(teacher_dir)
     folder.mkdir(parents=True, exist_ok=True)
-    chunks = []
+    chunks, kept = [], []
     for start in range(0, len(examples), CHUNK):
         part = examples[start:start + CHUNK]
-        path = folder / f"{_key(part)}.npy"
-        if not path.is_file():
+        path, heads = folder / f"{_key(part)}.npy", folder / f"{_key(part)}.head.npy"
+        if not path.is_file() or (representations and not heads.is_file()):
             if start % (CHUNK * 20) == 0:
                 log(f"teacher logits: {start}/{len(examples)} texts ({Path(teacher_dir).name})")
-            _save(path, teacher.pipeline.logits(teacher.pipeline.items([ex.as_input() for ex in part]), LOGITS_BATCH))
+            items = teacher.pipeline.items([ex.as_input() for ex in part])
+            with HeadInputs(teacher.pipeline.model, len(items)) if representations else nullcontext() as read:
+                _save(path, teacher.pipeline.logits(items, LOGITS_BATCH, read))
+            if read is not None:
+                _save(heads, read.array, np.float16)
         chunks.append(np.load(path))
+        if representations:
+            kept.append(np.load(heads))
     order = [teacher.labels.labels.index(l) for l in student_labels]
-    return np.concatenate(chunks)[:, order]
+    return np.concatenate(chunks)[:, order], np.concatenate(kept) if representations else None
 
 
 def as_the_teacher_reads(teacher, examples: list) -> list:
@@ -205,9 +221,9 @@ def _key(examples: list) -> str:
     return transfer_hash(examples)[:32]
 
 
-def _save(path: Path, array: np.ndarray) -> None:
+def _save(path: Path, array: np.ndarray, dtype=np.float32) -> None:
     with written_atomically(path, suffix=".npy") as tmp:         # np.save adds .npy to other names
-        np.save(tmp, array.astype(np.float32))
+        np.save(tmp, array.astype(dtype))
 
 
 # ----------------------------------------------------------------------- logits kept as a file
@@ -281,6 +297,8 @@ def soft_items(cfg: RunConfig, train: list, unlabeled: list, encoder, bad, log=p
     if train and train[0].kind not in DISTILLED:
         raise DataError(source, None, f"distillation reads text or pair examples, not {train[0].kind}")
     transfer = transfer_set(cfg, train, unlabeled, log)
+    # first: a teacher's pass fills the cache of its logits with its representations
+    heads = representations(cfg, transfer, encoder.labels.labels, log, device) if cfg.feature_weight else None
     if cfg.teacher_logits:
         logits = read_logits_file(cfg.teacher_logits, transfer, encoder.labels.labels)
     else:
@@ -289,7 +307,22 @@ def soft_items(cfg: RunConfig, train: list, unlabeled: list, encoder, bad, log=p
     items = encoder.encode(transfer, bad)
     for it in items:
         it.soft = logits[it.index]
+        if heads is not None:
+            it.features = heads[it.index]
     return items
+
+
+def representations(cfg: RunConfig, transfer: list, labels: list[str], log=print, device: str = "cpu") -> np.ndarray:
+    """The first teacher run's sentence representations over the transfer set, each dimension
+    standardised over it (float16): a target on one scale whatever the encoder (an ensemble's
+    teachers were each fine-tuned apart; their representations are not averaged)."""
+    assert cfg.teacher, "prepare refuses --feature-weight without a teacher run"
+    import torch
+    with torch.random.fork_rng(devices=[]):    # as teacher_logits: the student starts as it would without
+        heads = one_teacher_outputs(teachers_of(cfg.teacher)[0], transfer, labels, log, device, True)[1]
+    assert heads is not None, "asked for"
+    heads = heads.astype(np.float32)
+    return ((heads - heads.mean(0)) / (heads.std(0) + 1e-6)).astype(np.float16)
 
 
 def teacher_data_options(teacher_dir) -> dict:

@@ -30,6 +30,12 @@ class Fitted:
     device: torch.device
 
 
+def teacher_dim(p: Prepared) -> int:
+    """The numbers of the teacher's sentence representation the training items carry (0: none)."""
+    first = p.train[0] if isinstance(p.train, list) and p.train else None
+    return len(first.features) if first is not None and first.features is not None else 0
+
+
 def fit(cfg: RunConfig, model, p: Prepared, out: Path, resume: bool, started: float, extra=()) -> Fitted | None:
     """Train with Lightning; the best dev epoch's weights are left in ``model``. None on the
     processes of a distributed run other than rank 0."""
@@ -41,7 +47,7 @@ def fit(cfg: RunConfig, model, p: Prepared, out: Path, resume: bool, started: fl
     train_loader = batch_loader(p.train, cfg.batch_size, collate, shuffle=True, bucket=cfg.bucket, seed=cfg.seed)
     dev_loader = batch_loader(p.dev, max(cfg.batch_size, 100), collate)
     module = ClassifierModule(model, cfg, p.spec.labels, train_loader, dev_loader, class_weights_of(cfg, p),
-                              log_path=out / "log.csv", started=started)
+                              log_path=out / "log.csv", started=started, teacher_dim=teacher_dim(p))
     ckpt_dir = out / "checkpoints"
     trainer = L.Trainer(
         max_epochs=cfg.epochs, accelerator=cfg.accelerator, devices=cfg.devices, strategy=cfg.strategy,

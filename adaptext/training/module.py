@@ -3,6 +3,7 @@ continue exactly (position in the epoch, random number generators)."""
 from __future__ import annotations
 
 import time
+from typing import cast
 
 import lightning as L
 import numpy as np
@@ -23,13 +24,29 @@ class Diverged(UsageError):
     """The training loss is no longer a finite number: the run stops instead of saving nonsense."""
 
 
+def feature_map(model: torch.nn.Module, teacher_dim: int) -> torch.nn.Linear:
+    """A linear map from what the model's classifier head reads to ``teacher_dim`` numbers."""
+    linear = getattr(getattr(model, "head", None), "linear", None)
+    if not isinstance(linear, torch.nn.Linear):
+        raise UsageError(f"--feature-weight: {type(model).__name__} has no classifier head whose input could be "
+                         f"mapped onto the teacher's")
+    return torch.nn.Linear(linear.in_features, teacher_dim)
+
+
 class ClassifierModule(L.LightningModule):
     class_weights: torch.Tensor             # a buffer: a weight per class, or empty for none
 
     def __init__(self, model: torch.nn.Module, cfg: RunConfig, labels, train_loader, dev_loader,
-                 class_weights: torch.Tensor | None = None, log_path=None, started: float | None = None):
+                 class_weights: torch.Tensor | None = None, log_path=None, started: float | None = None,
+                 teacher_dim: int = 0):
         super().__init__()
         self.model, self.cfg, self.labels = model, cfg, labels
+        # --feature-weight: the student's sentence representation mapped onto the teacher's
+        # (``teacher_dim`` numbers); the map is trained beside the model, never saved with it
+        self.feature_map = feature_map(model, teacher_dim) if cfg.feature_weight and teacher_dim else None
+        self._head_input: torch.Tensor | None = None
+        self._hook = None if self.feature_map is None else \
+            cast(torch.nn.Module, model.head).register_forward_pre_hook(self._keep_head_input)   # feature_map checked
         self.train_loader, self.dev_loader = train_loader, dev_loader
         self.multilabel = labels.multilabel
         self.monitor = M.default_monitor(self.multilabel, cfg.monitor)
@@ -83,12 +100,22 @@ class ClassifierModule(L.LightningModule):
                              reduction="batchmean") * t * t
         else:
             teach = F.mse_loss(logits, batch.soft)
+        if self.feature_map is not None and batch.features is not None:
+            assert self._head_input is not None, "the model's head ran on the batch"
+            teach = teach + c.feature_weight * F.mse_loss(self.feature_map(self._head_input), batch.features)
         labelled = batch.labels >= 0
         if not labelled.any():
             return (1 - c.alpha) * teach
         w = self.class_weights if self.class_weights.numel() else None
         hard = F.cross_entropy(logits[labelled], batch.labels[labelled], weight=w, label_smoothing=self.smoothing)
         return c.alpha * hard + (1 - c.alpha) * teach
+
+    def _keep_head_input(self, module: torch.nn.Module, args: tuple[torch.Tensor, ...]) -> None:
+        self._head_input = args[0]
+
+    def on_fit_end(self) -> None:
+        if self._hook is not None:              # the model outlives training: it keeps no tie to it
+            self._hook.remove()
 
     def forward(self, batch):
         return self.model(batch)
@@ -181,7 +208,8 @@ class ClassifierModule(L.LightningModule):
     # ------------------------------------------------------------------ optimiser
     def configure_optimizers(self):
         c = self.cfg
-        optimizer = OPTIMIZERS[c.optimizer](self.model, lr=c.lr, weight_decay=c.weight_decay)
+        trained = self.model if self.feature_map is None else torch.nn.ModuleList([self.model, self.feature_map])
+        optimizer = OPTIMIZERS[c.optimizer](trained, lr=c.lr, weight_decay=c.weight_decay)
         if c.lr_schedule == "constant" and not c.warmup:
             return optimizer
         steps = c.max_steps or c.epochs * len(self.train_loader)

@@ -10,7 +10,7 @@ import torch
 from ..data.batching import Encoder, StoredItems
 from ..data.loading import ItemDataset, Items
 from ..data.embeddings import Coverage, embedding_matrix, leading_words, principal_components
-from ..errors import BadLines, DataError
+from ..errors import BadLines, DataError, UsageError
 from ..data.examples import ExampleKind
 from ..data.store import StoredSplit
 from ..data.text import LabelMap, Tokenizer, Vocab
@@ -47,6 +47,9 @@ def prepare(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: boo
     require_dev(where, dev)
     if isinstance(train, StoredSplit):
         return prepare_stored(cfg, train, dev, test, kind, multilabel, log)
+    if cfg.feature_weight and not cfg.teacher:
+        raise UsageError("--feature-weight needs the teacher run (--teacher): its representations are read as it "
+                         "reads the transfer set (a file of logits holds none)")
     train, dev, test = (tag(s, cfg) for s in (train, dev, test))
     tokenizer = make_tokenizer(cfg)
     distilled = bool(cfg.teacher or cfg.teacher_logits)

@@ -1,0 +1,95 @@
+"""A second distillation target (``--feature-weight``): the teacher's sentence representation, what
+its classifier head reads, matched through a linear map of the student's; the map is trained with
+the student and never saved with it."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from safetensors.numpy import load_file
+
+from adaptext.api import Classifier
+from adaptext.cli import main
+from adaptext.config import RunConfig
+from adaptext.data.batching import Batch
+from adaptext.data.text import LabelMap
+from adaptext.nn.head import ClassifierHead
+from adaptext.training.distill import one_teacher_outputs
+from adaptext.training.module import ClassifierModule
+
+from test_hardening import one_line_error, questions  # noqa: F401  (fixtures)
+
+STUDENT = ["--model", "kim_cnn", "--filters", "8", "--embed-dim", "16", "--epochs", "2", "--seed", "1",
+           "--threads", "1", "--no-progress", "--augment", "1"]
+
+
+@pytest.fixture(scope="module")
+def teacher(tmp_path_factory, questions):
+    out = tmp_path_factory.mktemp("teacher") / "run"
+    assert main(["train", "--data", questions[0], "--test", questions[1], "--filters", "10", "--epochs", "1",
+                 "--seed", "2", "--threads", "1", "--no-progress", "--out", str(out)]) == 0
+    return out
+
+
+def test_the_representations_are_what_the_teachers_head_reads(teacher, tmp_path, monkeypatch):
+    """Through the head's linear layer the representations give the teacher's own logits back."""
+    monkeypatch.setenv("ADAPTEXT_CACHE", str(tmp_path / "cache"))
+    clf = Classifier.load(teacher)
+    examples = clf.pipeline.examples(["What is the capital of France ?", "Who wrote Hamlet ?", "How far is it ?"])
+    labels = clf.labels.labels
+    logits, heads = one_teacher_outputs(teacher, examples, labels, log=lambda m: None, representations=True)
+    assert heads is not None and heads.dtype == np.float16 and heads.shape == (3, 30)     # 3 widths x 10 filters
+    linear = clf.pipeline.model.head.linear
+    again = torch.from_numpy(heads.astype(np.float32)) @ linear.weight.detach().T + linear.bias.detach()
+    assert np.allclose(again.numpy(), logits, atol=5e-2) and not np.allclose(logits, 0, atol=0.1)
+    cached, none = one_teacher_outputs(teacher, examples, labels, log=lambda m: None)     # from the cache
+    assert none is None and np.array_equal(cached, logits)
+
+
+class Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = ClassifierHead(3, 2, dropout=0.0)
+
+    def forward(self, batch):
+        return self.head(batch.text.float())
+
+
+def test_the_loss_adds_the_weighted_distance_of_the_mapped_representation():
+    cfg = RunConfig(alpha=0.0, feature_weight=2.0)
+    module = ClassifierModule(Tiny(), cfg, LabelMap(["a", "b"]), None, None, teacher_dim=4)
+    assert module.feature_map is not None and module.feature_map.weight.shape == (4, 3)
+    text = torch.tensor([[1.0, 0.0, 2.0], [0.5, -1.0, 0.0]])
+    features = torch.randn(2, 4)
+    batch = Batch(index=torch.arange(2), labels=torch.tensor([-100, -100]), text=text, soft=torch.zeros(2, 2),
+                  features=features)
+    logits = module(batch)
+    want = torch.nn.functional.mse_loss(logits, batch.soft) + \
+        2.0 * torch.nn.functional.mse_loss(module.feature_map(text), features)
+    assert float(module.distillation_loss(logits, batch).detach()) == pytest.approx(float(want.detach()))
+    optimiser = module.configure_optimizers()                        # a constant rate: the optimiser alone
+    trained = {id(p) for group in optimiser.param_groups for p in group["params"]}
+    assert {id(p) for p in [*module.feature_map.parameters(), *module.model.parameters()]} == trained
+
+
+def test_a_student_of_the_representations_trains_and_keeps_only_its_own_weights(teacher, tmp_path, capsys):
+    assert main(["distill", str(teacher), *STUDENT, "--out", str(tmp_path / "plain")]) == 0
+    assert main(["distill", str(teacher), *STUDENT, "--feature-weight", "1", "--out", str(tmp_path / "both")]) == 0
+    capsys.readouterr()
+    plain, both = (load_file(str(tmp_path / r / "model.safetensors")) for r in ("plain", "both"))
+    assert plain.keys() == both.keys()                               # the map is not part of the run
+    assert any(not np.array_equal(plain[k], both[k]) for k in plain)  # the second target moved the weights
+    config = json.loads((tmp_path / "both" / "config.json").read_text())
+    assert config["distillation"]["feature_weight"] == 1.0
+    assert Classifier.load(tmp_path / "both").predict(["Who wrote Hamlet ?"])[0]["label"]
+
+
+def test_the_representations_need_the_teacher_run_not_a_file_of_its_logits(teacher, tmp_path, capsys):
+    path = tmp_path / "teacher.safetensors"
+    assert main(["logits", str(teacher), "--augment", "1", "--seed", "1", "--out", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["distill", "--teacher-logits", str(path), *STUDENT, "--feature-weight", "1",
+                 "--out", str(tmp_path / "s")]) != 0
+    one_line_error(capsys, "--feature-weight needs the teacher run (--teacher)")
