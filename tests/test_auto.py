@@ -437,6 +437,20 @@ def test_the_students_recipe_is_chosen_again_once_the_teacher_has_trained(questi
     assert again.state.row("bilstm-pieces-distilled").plan.options == student.plan.options
 
 
+def test_no_floor_probe_where_the_recipe_chosen_again_has_no_wide_student(questions, tmp_path, monkeypatch):
+    import adaptext.auto.runner as R
+    monkeypatch.setattr(R, "measure_runs", lambda *a, **k: pytest.fail("measured"))
+    train, test = questions
+    out = tmp_path / "auto"
+    auto = R.Auto({"data": train, "test": test, "time": 150, "min_speed": "25x", "out": str(out)}, out, print)
+    for r in auto.state.candidates:                     # trained as planned
+        if r.role in ("baseline", "teacher") and r.status == "pending":
+            r.status, r.dev = "done", 80.0
+            auto.before += r.estimate_s
+    auto.replan()
+    assert not P.RECIPES[auto.state.recipes[-1] - 1].wide and auto.state.row(P.WIDE).reason == P.NOT_IN_RECIPE
+
+
 @pytest.mark.parametrize("narrow, ruled_out", [(2000.0, True), (5000.0, False), (None, False)],
                          ids=["too slow", "fast enough", "not measurable"])
 def test_the_floor_rules_the_wide_student_out_before_the_recipe_gives_it_time(questions, tmp_path, monkeypatch,

@@ -308,12 +308,12 @@ class Auto:
         only = self.options.get("only")
         rows = {r.name: r for r in self.state.candidates if r.role in ("ensemble", "student") and
                 (not only or r.name in only) and (r.status == "pending" or r.retry or r.reason == P.NOT_IN_RECIPE)}
-        too_slow = self._wide_too_slow() if P.WIDE in rows else None
-        if too_slow:                            # its time goes to the rest of the recipe
-            self._skip(rows.pop(P.WIDE), too_slow, retry=False)
-        seconds = self.remaining() - P.FINISH_S - (0 if self.warm else P.START_S) - self._measuring()
-        found = P.replan(self.summary, seconds, self.state.calibration, set(rows), (self.summary.kind,),
-                         self.summary.multilabel, speed_threads(self.options), self.state.identity.get("unlabeled"))
+        found, seconds = self._rechosen(rows)
+        if any(c.name == P.WIDE and not c.skip for c in found):
+            too_slow = self._wide_too_slow()
+            if too_slow:                        # its time goes to the rest of a recipe chosen again without it
+                self._skip(rows.pop(P.WIDE), too_slow, retry=False)
+                found, seconds = self._rechosen(rows)
         for c in found:
             row = rows[c.name]
             row.plan, row.estimate_s, row.notes = c, c.estimate_s, list(c.notes)
@@ -322,9 +322,16 @@ class Auto:
         self.state.recipes.append(number)
         self.state.unspent_s = round(P.unspent(found, seconds), 1)
         self.say(f"the students' recipe chosen again on the measured epochs: recipe {number} "
-                 f"({P.RECIPES[number - 1].describe(bool(self.summary.unlabeled), wide=not too_slow)}), planned "
+                 f"({P.RECIPES[number - 1].describe(bool(self.summary.unlabeled), wide=P.WIDE in rows)}), planned "
                  f"{P.human(sum(c.estimate_s for c in found if not c.skip))} of the {P.human(max(seconds, 0))} left")
         self.save()
+
+    def _rechosen(self, rows: dict) -> tuple[list, float]:
+        """The ensemble's seeds and students among ``rows`` planned again in the time left (``plan.replan``)."""
+        seconds = self.remaining() - P.FINISH_S - (0 if self.warm else P.START_S) - self._measuring()
+        return P.replan(self.summary, seconds, self.state.calibration, set(rows), (self.summary.kind,),
+                        self.summary.multilabel, speed_threads(self.options),
+                        self.state.identity.get("unlabeled")), seconds
 
     def _teacher_of(self, row: Row) -> str | None:
         return row.teacher or (P.TEACHER_NAME if row.role == "ensemble" else None)
@@ -370,8 +377,9 @@ class Auto:
         temporary folder, and of the teacher (``teacher``), in one short round over dev texts."""
         from ..training.run import train_run
         with tempfile.TemporaryDirectory(prefix="adaptext-auto-") as probe:
+            threads = {"threads": self.options["threads"]} if self.options.get("threads") else {}
             train_run({**P.BILSTM, **P.PIECES, **data_options(self.options), "epochs": 1, "max_steps": 1,
-                       "progress": False, "out": probe}, log=lambda message: None)
+                       "progress": False, "out": probe, **threads}, log=lambda message: None)
             names = {P.NARROW: Path(probe), **({P.TEACHER_NAME: self.out / P.TEACHER_NAME} if teacher else {})}
             return measure_runs(names, self.dev_inputs[:4 * BATCH], rounds=1)
 
