@@ -134,8 +134,8 @@ class DistillationOptions:
                                    "the temperature-softened distributions (Hinton et al. 2015)", choices=("mse", "kl"))
     alpha: float = opt(0.5, "weight of the true labels' loss; the teacher's weighs 1 - alpha", lowest=0, highest=1)
     temperature: float = opt(2.0, "softening of the kl loss", above=0)
-    feature_weight: float = opt(0.0, "weight of a second target beside the logits: the teacher's sentence "
-                                     "representation (what its classifier head reads, each dimension "
+    feature_weight: float = opt(0.0, "weight of a second target in the teacher's share of the loss: its "
+                                     "sentence representation (what its classifier head reads, each dimension "
                                      "standardised), matched by a linear map of the student's, trained and then "
                                      "dropped (0: off; needs --teacher)", lowest=0)
     augment: int = opt(0, "augmented copies of each training text in the transfer set (Tang et al.: masking, "

@@ -94,6 +94,7 @@ class HeadInputs:
         if not self.array.size:
             self.array = np.zeros((self.count, self.last.shape[-1]), dtype=np.float32)
         self.array[rows] = self.last.float().cpu().numpy()
+        self.last = None
 
 
 def logits_of(out: torch.Tensor | dict[str, torch.Tensor]) -> torch.Tensor:

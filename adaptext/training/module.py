@@ -25,12 +25,15 @@ class Diverged(UsageError):
 
 
 def feature_map(model: torch.nn.Module, teacher_dim: int) -> torch.nn.Linear:
-    """A linear map from what the model's classifier head reads to ``teacher_dim`` numbers."""
-    linear = getattr(getattr(model, "head", None), "linear", None)
+    """A linear map from what the model's classifier head reads to ``teacher_dim`` numbers, drawn
+    apart from the run's random stream: the student starts and trains as it would without it."""
+    head = getattr(model, "head", None)
+    linear = head if isinstance(head, torch.nn.Linear) else getattr(head, "linear", None)
     if not isinstance(linear, torch.nn.Linear):
         raise UsageError(f"--feature-weight: {type(model).__name__} has no classifier head whose input could be "
                          f"mapped onto the teacher's")
-    return torch.nn.Linear(linear.in_features, teacher_dim)
+    with torch.random.fork_rng(devices=[]):
+        return torch.nn.Linear(linear.in_features, teacher_dim)
 
 
 class ClassifierModule(L.LightningModule):

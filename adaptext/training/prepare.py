@@ -45,11 +45,11 @@ def prepare(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: boo
         raise DataError(where, None, f"model {entry.name} reads {'/'.join(entry.inputs)} examples, "
                                      f"but this dataset holds {kind} examples")
     require_dev(where, dev)
-    if isinstance(train, StoredSplit):
-        return prepare_stored(cfg, train, dev, test, kind, multilabel, log)
     if cfg.feature_weight and not cfg.teacher:
         raise UsageError("--feature-weight needs the teacher run (--teacher): its representations are read as it "
                          "reads the transfer set (a file of logits holds none)")
+    if isinstance(train, StoredSplit):
+        return prepare_stored(cfg, train, dev, test, kind, multilabel, log)
     train, dev, test = (tag(s, cfg) for s in (train, dev, test))
     tokenizer = make_tokenizer(cfg)
     distilled = bool(cfg.teacher or cfg.teacher_logits)
