@@ -106,17 +106,20 @@ def test_teacher_logits_resume_after_a_kill(teacher, tmp_path, monkeypatch):
     labels = adaptext.load(teacher[0]).labels.labels
     calls, real = [], Pipeline.logits
 
-    def dying(self, items, batch_size=256):
+    def dying(self, items, batch_size=256, representations=None):
         calls.append(len(items))
         if len(calls) == 2:
             raise KeyboardInterrupt                        # killed while the second chunk is computed
-        return real(self, items, batch_size)
+        return real(self, items, batch_size, representations)
     monkeypatch.setattr(Pipeline, "logits", dying)
     with pytest.raises(KeyboardInterrupt):
         distill.teacher_logits(teacher[0], examples, labels, log=lambda *_: None)
     calls.clear()
-    monkeypatch.setattr(Pipeline, "logits", lambda self, items, batch_size=256: (calls.append(len(items)),
-                                                                                 real(self, items, batch_size))[1])
+
+    def counted(self, items, batch_size=256, representations=None):
+        calls.append(len(items))
+        return real(self, items, batch_size, representations)
+    monkeypatch.setattr(Pipeline, "logits", counted)
     resumed = distill.teacher_logits(teacher[0], examples, labels, log=lambda *_: None)
     assert calls == [4, 2]                                  # the first chunk came from the cache
     assert resumed.shape == (10, len(labels))
