@@ -21,18 +21,7 @@ from adaptext.training.module import ClassifierModule, feature_map
 
 from conftest import bundled_examples
 from test_hardening import one_line_error, questions  # noqa: F401  (fixtures)
-
-STUDENT = ["--model", "kim_cnn", "--filters", "8", "--embed-dim", "16", "--epochs", "2", "--seed", "1",
-           "--threads", "1", "--no-progress", "--augment", "1"]
-
-
-@pytest.fixture(scope="module")
-def teacher(tmp_path_factory, questions):
-    out = tmp_path_factory.mktemp("teacher") / "run"
-    assert main(["train", "--data", questions[0], "--test", questions[1], "--filters", "10", "--epochs", "1",
-                 "--seed", "2", "--threads", "1", "--no-progress", "--out", str(out)]) == 0
-    return out
-
+from test_teacher_logits import STUDENT, teacher  # noqa: F401  (the same teacher and student)
 
 def test_the_representations_are_what_the_teachers_head_reads(teacher, tmp_path, monkeypatch):
     """Through the head's linear layer the representations give the teacher's own logits back, text
