@@ -23,6 +23,7 @@ from conftest import bundled_examples
 from test_hardening import one_line_error, questions  # noqa: F401  (fixtures)
 from test_teacher_logits import STUDENT, teacher  # noqa: F401  (the same teacher and student)
 
+
 def test_the_representations_are_what_the_teachers_head_reads(teacher, tmp_path, monkeypatch):
     """Through the head's linear layer the representations give the teacher's own logits back, text
     by text over several batches of texts of every length (the batches go by length, not in order),

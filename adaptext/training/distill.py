@@ -180,7 +180,7 @@ def one_teacher_outputs(teacher_dir, examples: list, student_labels: list[str], 
     chunks, kept = [], []
     for start in range(0, len(examples), CHUNK):
         part = examples[start:start + CHUNK]
-        key = _key(part)                        # a hash of 512 texts: once a chunk
+        key = _key(part)                        # one hash names both of the chunk's files
         path, heads = folder / f"{key}.npy", folder / f"{key}.head.npy"
         if not path.is_file() or (representations and not heads.is_file()):
             if start % (CHUNK * 20) == 0:
