@@ -215,7 +215,7 @@ def open_store(path, tokenizer: TokenizerConfig, fmt: str = "auto", bad: BadLine
     started = time.perf_counter()
     store = _Builder(path, f, encoding, options, tokenizer, workers, progress).build(folder, bad)
     mb, seconds = path.stat().st_size / 1e6, time.perf_counter() - started
-    if seconds >= 1:                       # a small file is read before the user could wonder
+    if mb >= 1:        # a small file is read before the user could wonder; a rule of size, not of a clock
         log(f"{path}: {len(store):,} examples encoded in {seconds:.1f} s ({mb / max(seconds, 1e-9):.1f} MB/s), "
             f"kept in {folder}")
     return store
