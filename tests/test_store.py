@@ -78,6 +78,17 @@ def test_a_store_is_built_once_and_reused_until_the_file_changes(tmp_path, monke
     assert len(built) == 2                                           # changed content: a new store
 
 
+def test_a_store_of_a_megabyte_or_more_says_what_it_encoded_and_a_small_one_says_nothing(tmp_path):
+    qs = bundled_examples("text", 5452)
+    small, big = write_csv(tmp_path / "small.csv", qs[:200]), write_csv(tmp_path / "big.csv", qs * 4)
+    said = []
+    S.open_store(small, TokenizerConfig(), log=said.append)
+    assert said == []                            # whatever the clock read: a one-line error stays one line
+    S.open_store(big, TokenizerConfig(), log=said.append)
+    assert big.stat().st_size >= 1e6 and len(said) == 1
+    assert said[0].startswith(f"{big}: 21,808 examples encoded in ") and "kept in" in said[0]
+
+
 def test_worker_processes_build_the_same_store(tmp_path, monkeypatch):
     f = write_csv(tmp_path / "t.csv", bundled_examples("text", 900))
     monkeypatch.setattr(S, "CHUNK", 50)                             # many chunks over both workers
