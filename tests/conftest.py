@@ -23,7 +23,9 @@ DATA = Path(os.environ.get("ADAPTEXT_DATA") or ROOT / ".." / "shared" / "data").
 os.environ.setdefault("ADAPTEXT_DATA", str(DATA))
 # token stores and derived vectors of the suite's runs go to a folder of its own, not the user's cache
 os.environ["ADAPTEXT_CACHE"] = tempfile.mkdtemp(prefix="adaptext-test-cache-")
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+# the cores shared among the suite's workers (pytest-xdist), at most 2 threads a worker
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(max(1, min(2, (os.cpu_count() or 1) // WORKERS)))
 
 needs_data = pytest.mark.skipif(not DATA.exists(), reason=f"the shared data is absent: {DATA} (ADAPTEXT_DATA)")
 BUNDLED_TREC = ROOT / "adaptext" / "resources" / "trec" / "train.txt.gz"
@@ -224,3 +226,8 @@ def after_one_step(model, batch):
     opt.step()
     model.eval()
     return (before, *both_paths(model, batch))
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: a worker a core, at most 4 (each loads torch and its own module fixtures)."""
+    return max(1, min(4, os.cpu_count() or 1))
