@@ -53,6 +53,9 @@ STUDENTS = {
     "pieces-64-tuned": ({**BILSTM, **PIECES, "hidden": 64, "embedding_mode": "non-static"},
                         "one-layer BiLSTM (64 a direction) over MiniLM's word pieces, its input vectors tuned, "
                         "learning rate decayed linearly to 0"),
+    "pieces-96": ({**BILSTM, **PIECES, "hidden": 96},
+                  "one-layer BiLSTM (96 a direction) over MiniLM's word pieces and fixed input vectors, learning "
+                  "rate decayed linearly to 0"),
     "pieces-128": ({**BILSTM, **PIECES, "hidden": 128},
                    "one-layer BiLSTM (128 a direction) over MiniLM's word pieces and fixed input vectors, learning "
                    "rate decayed linearly to 0"),
