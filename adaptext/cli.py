@@ -110,9 +110,12 @@ def cmd_logits(argv) -> int:
     """write teacher runs' logits over a student's transfer set to a file, for distill --teacher-logits"""
     if not argv or argv[0].startswith("-"):
         print("usage: adaptext logits TEACHER_RUN [TEACHER_RUN ...] --out FILE.safetensors [--data ... --augment N "
-              "--unlabeled FILE --seed S]\n\nThe transfer set is the one adaptext distill builds from the same "
-              "options (the teacher's data unless --data says otherwise); several teachers: their mean logits.\n"
-              "A student then learns from the file: adaptext distill --teacher-logits FILE --model lstm ...")
+              "--unlabeled FILE --seed S]\n\n"
+              "The transfer set is the one adaptext distill builds from the same options (the teacher's data unless\n"
+              "--data says otherwise); several teachers: their mean logits. It takes adaptext train's data and\n"
+              "transfer options (--data, --dev, --augment, --spans, --unlabeled, --seed) and --threads; see\n"
+              "adaptext train --help. A student then learns from the file:\n"
+              "adaptext distill --teacher-logits FILE --model lstm ...")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
     split = next((k for k, a in enumerate(argv) if a.startswith("-")), len(argv))
     teachers, rest = argv[:split], argv[split:]

@@ -75,3 +75,12 @@ def test_a_file_of_other_texts_or_no_logits_is_one_line(logits_file, tmp_path, c
     not_logits.write_bytes(b"not a safetensors file")
     assert main(["distill", "--teacher-logits", str(not_logits), *STUDENT, "--out", str(tmp_path / "x")]) == 2
     one_line_error(capsys, str(not_logits), "not a file of teacher logits")
+
+
+def test_help_names_the_transfer_options_it_takes(capsys):
+    """--help says which of train's options shape the transfer set, and reads no teacher."""
+    assert main(["logits", "--help"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("usage: adaptext logits TEACHER_RUN")
+    assert all(flag in said for flag in ("--augment", "--spans", "--unlabeled", "--seed", "--threads"))
+    assert main(["logits"]) == 2
