@@ -123,7 +123,7 @@ def cmd_logits(argv) -> int:
     given = check_run_arguments(rest, "adaptext logits", out_is_run=False)
     if not given.get("out"):
         raise UsageError("adaptext logits needs --out FILE: where the logits are written")
-    if Path(given["out"]).is_dir():
+    if given["out"].endswith(("/", os.sep)) or Path(given["out"]).is_dir():      # out/ means a folder, made or not
         raise DataError(given["out"], None, "a folder: --out is the file the logits are written to")
     args = train_parser(DEFAULT_MODEL, prog="adaptext logits").parse_args(rest)
     opts = {k: v for k, v in vars(args).items() if k not in ("config", "out") and v is not None}

@@ -84,3 +84,11 @@ def test_help_names_the_transfer_options_it_takes(capsys):
     assert said.startswith("usage: adaptext logits TEACHER_RUN")
     assert all(flag in said for flag in ("--augment", "--spans", "--unlabeled", "--seed", "--threads"))
     assert main(["logits"]) == 2
+
+
+def test_out_naming_a_folder_is_one_line_before_any_teacher(tmp_path, capsys):
+    """A folder, or a path ending in a separator, is not a file to write: refused before a teacher is read."""
+    for out in (str(tmp_path), str(tmp_path / "new") + "/"):
+        assert main(["logits", str(tmp_path / "no-teacher"), "--out", out]) == 2
+        one_line_error(capsys, out, "a folder: --out is the file the logits are written to")
+        assert not (tmp_path / "new").exists()
