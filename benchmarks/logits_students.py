@@ -35,6 +35,8 @@ STUDENTS = {
     "bilstm-64-8ep": ({**BILSTM, "hidden": 64, "epochs": 8}, "one-layer BiLSTM (64 a direction), 8 epochs"),
     "bilstm-64-linear": ({**BILSTM, "hidden": 64, "lr_schedule": "linear"},
                          "one-layer BiLSTM (64 a direction), learning rate decayed linearly to 0"),
+    "bilstm-64-8ep-linear": ({**BILSTM, "hidden": 64, "epochs": 8, "lr_schedule": "linear"},
+                             "one-layer BiLSTM (64 a direction), 8 epochs, learning rate decayed linearly to 0"),
     "bilstm-128-linear": ({**BILSTM, "hidden": 128, "lr_schedule": "linear"},
                           "one-layer BiLSTM (128 a direction), learning rate decayed linearly to 0"),
     "bilstm-128-kl2-linear": ({**BILSTM, "hidden": 128, "lr_schedule": "linear", "distill_loss": "kl",
