@@ -102,6 +102,9 @@ class OptimisationOptions:
     label_smoothing: float = opt(0.0, "share of each target spread over the other classes (single-label)",
                                  lowest=0, below=1)
     bucket: int = opt(50, "sort by length within pools of this many batches (less padding; 0: off)", lowest=0)
+    init: str | None = opt(None, "weights the model starts from: a safetensors file, or a run directory's "
+                                 "model.safetensors; the tensors it names replace the model's own (each of the "
+                                 "same name and shape), the others start as the model starts them", path=True)
 
 
 @dataclass(frozen=True)

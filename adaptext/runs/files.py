@@ -28,20 +28,26 @@ def save_weights(model: torch.nn.Module, path: str | os.PathLike[str]) -> None:
         save_file(state, str(tmp), metadata={"format": "adaptext"})
 
 
-def load_weights(model: torch.nn.Module, path: str | os.PathLike[str]) -> None:
-    """The weights of ``path`` into ``model``; a damaged file, or weights of another model or size,
-    is a ``DataError`` naming the file."""
+def read_weights(path: str | os.PathLike[str], damaged: str = "the run directory is damaged") -> dict:
+    """The tensors of a safetensors file; an unreadable file, or weights that are not finite, is a
+    ``DataError`` naming the file (``damaged``: what that says to the user)."""
     import torch
     from safetensors import SafetensorError
     from safetensors.torch import load_file
     try:
         state = load_file(str(path))
     except (SafetensorError, OSError) as e:
-        raise DataError(path, None, f"not a readable safetensors file ({e}): the run directory is damaged") from None
-    damaged = next((k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()), None)
-    if damaged is not None:        # a model with such weights predicts NaN for every text, not an answer
-        raise DataError(path, None, f"weights that are not finite (NaN or inf) in {damaged!r}: the run "
-                                    f"directory is damaged; train it again or restore the file")
+        raise DataError(path, None, f"not a readable safetensors file ({e}): {damaged}") from None
+    bad = next((k for k, v in state.items() if v.is_floating_point() and not torch.isfinite(v).all()), None)
+    if bad is not None:        # a model with such weights predicts NaN for every text, not an answer
+        raise DataError(path, None, f"weights that are not finite (NaN or inf) in {bad!r}: {damaged}")
+    return state
+
+
+def load_weights(model: torch.nn.Module, path: str | os.PathLike[str]) -> None:
+    """The weights of ``path`` into ``model``; a damaged file, or weights of another model or size,
+    is a ``DataError`` naming the file."""
+    state = read_weights(path, "the run directory is damaged; train it again or restore the file")
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as e:

@@ -127,6 +127,17 @@ def check_new_run(cfg: RunConfig) -> None:
         raise UsageError("--pca-dim reduces pretrained vectors: it needs --embeddings")
     if cfg.embedding_words:
         check_embedding_words(cfg)
+    if cfg.init:
+        check_init(cfg.init)
+
+
+def check_init(init: str) -> None:
+    """--init names a weights file, or a run directory holding one."""
+    path = Path(init)
+    if not path.exists():
+        raise DataError(init, None, "--init: no such weights file or run directory")
+    if path.is_dir() and not (path / "model.safetensors").is_file():
+        raise DataError(init, None, "--init: a folder without model.safetensors (a finished run directory?)")
 
 
 def check_embedding_words(cfg: RunConfig) -> None:
