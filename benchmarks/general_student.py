@@ -21,6 +21,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.torch import save_file
+
+from adaptext import pretrained
+from adaptext.auto.plan import BILSTM, PIECES
+from adaptext.data.batching import Encoder
+from adaptext.data.examples import ExampleKind, TextExample
+from adaptext.data.text import LabelMap
+from adaptext.errors import BadLines
+from adaptext.parse.silver import sentences_of
+from adaptext.runs.options import resolve
+from adaptext.runs.pipeline import collator
+from adaptext.runs.spec import RunSpec, make_tokenizer
+from adaptext.training.prepare import pretrained_vectors
 
 HELD_OUT = 2000                 # sentences the per-epoch loss is read on (at most a tenth), never trained on
 POOL = 50                       # batches sorted by length together (less padding)
@@ -28,7 +41,6 @@ POOL = 50                       # batches sorted by length together (less paddin
 
 def corpus(paths: list[str], sentences: int, seed: int = 2) -> list[str]:
     """``sentences`` distinct sentences of 4-50 words drawn from each file, shuffled together."""
-    from adaptext.parse.silver import sentences_of
     texts = [" ".join(s) for path in paths for s in sentences_of([path], set(), sentences, seed)]
     random.Random(0).shuffle(texts)
     return texts
@@ -37,7 +49,6 @@ def corpus(paths: list[str], sentences: int, seed: int = 2) -> list[str]:
 def sentence_embeddings(texts: list[str], batch: int = 64) -> np.ndarray:
     """The packaged encoder's sentence embedding of each text: its last layer mean-pooled over
     the text's pieces, L2-normalised [N, D]."""
-    from adaptext import pretrained
     tokenize, encoder = pretrained.tokenizer(pretrained.DEFAULT), pretrained.encoder(pretrained.DEFAULT).eval()
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     out = np.zeros((len(texts), encoder.config.hidden_size), dtype=np.float32)
@@ -55,16 +66,7 @@ def sentence_embeddings(texts: list[str], batch: int = 64) -> np.ndarray:
 def student(hidden: int):
     """(model, encoder, collate) of the piece student: one bidirectional LSTM layer of ``hidden``
     units a direction over the packaged encoder's word pieces and fixed input vectors (auto's)."""
-    from adaptext.data.batching import Encoder
-    from adaptext.data.examples import ExampleKind
-    from adaptext.data.text import LabelMap
-    from adaptext.errors import BadLines
-    from adaptext.runs.options import resolve
-    from adaptext.runs.pipeline import collator
-    from adaptext.runs.spec import RunSpec, make_tokenizer
-    from adaptext.training.prepare import pretrained_vectors
-    cfg = resolve({"model": "lstm", "layers": 1, "bidirectional": True, "hidden": hidden, "tokenizer": "subword",
-                   "embeddings": "transformer", "embedding_mode": "static"})
+    cfg = resolve({**BILSTM, **PIECES, "hidden": hidden})
     tokenizer = make_tokenizer(cfg)
     vocab, labels = tokenizer.vocabulary(()), LabelMap(["-", "+"])       # the head is not kept
     vectors, coverage = pretrained_vectors(cfg, tokenizer, vocab, None, BadLines(), log=lambda m: None)
@@ -120,14 +122,11 @@ def fit(model, items, collate, targets: np.ndarray, epochs: int, lr: float, size
 
 def save(model, path: Path, meta: dict) -> None:
     """The recurrent layers alone (the tensors ``--init`` replaces), with what made them."""
-    from safetensors.torch import save_file
     layers = {k: v.contiguous() for k, v in model.state_dict().items() if k.startswith("layers.")}
     save_file(layers, str(path), metadata={k: json.dumps(v) for k, v in meta.items()})
 
 
 def main(argv=None) -> None:
-    from adaptext.data.examples import TextExample
-    from adaptext.pretrained import DEFAULT
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", nargs="+", required=True, help="files of texts (any format adaptext reads)")
     ap.add_argument("--sentences", type=int, default=65000, help="sentences drawn from each file")
@@ -144,6 +143,8 @@ def main(argv=None) -> None:
     texts = corpus(a.corpus, a.sentences)
     if a.targets and a.targets.is_file():
         targets = np.load(a.targets)
+        if len(targets) != len(texts):
+            raise SystemExit(f"{a.targets}: {len(targets)} embeddings for {len(texts)} sentences (another corpus's)")
     else:
         targets = sentence_embeddings(texts)
         if a.targets:
@@ -152,7 +153,7 @@ def main(argv=None) -> None:
     items = encoder.encode([TextExample(t) for t in texts], with_labels=False)
     errors = fit(model, items, collate, targets, a.epochs, a.lr, a.batch_size)
     files = [f"{Path(p).parent.name}/{Path(p).name}" for p in a.corpus]
-    save(model, a.out, {"encoder": DEFAULT, "hidden": a.hidden, "corpus": files, "sentences": len(texts),
+    save(model, a.out, {"encoder": pretrained.DEFAULT, "hidden": a.hidden, "corpus": files, "sentences": len(texts),
                         "epochs": a.epochs, "held_out_error": round(errors[-1], 4)})
     print(a.out)
 

@@ -27,7 +27,7 @@ def fit_one(cfg: RunConfig, splits: Splits, out: Path, resume: bool = False, log
     use_threads(cfg.threads)
     prepared = prepare(cfg, splits.train, splits.dev, splits.test, splits.kind, splits.multilabel, log)
     model = prepared.spec.build_model(prepared.vectors)
-    if cfg.init:
+    if cfg.init and not resume:           # a resumed run's checkpoint holds every weight
         start_from(model, cfg.init, log)
     fitted = fit(cfg, model, prepared, out, resume, started, extra)
     if fitted is None:
@@ -47,7 +47,7 @@ def start_from(model, init: str, log=print) -> None:
     """``--init``: the tensors of a weights file (or of a run directory's) in place of the model's
     own, each of the same name and shape; the model's other tensors stay as it built them."""
     path = Path(init) / "model.safetensors" if Path(init).is_dir() else Path(init)
-    state = read_weights(path, "--init reads the weights the model starts from")
+    state = read_weights(path, "--init needs a model's weights (a safetensors file)")
     own = model.state_dict()
     foreign = next((name for name in state if name not in own), None)
     if foreign is not None:
