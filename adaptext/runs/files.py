@@ -28,7 +28,8 @@ def save_weights(model: torch.nn.Module, path: str | os.PathLike[str]) -> None:
         save_file(state, str(tmp), metadata={"format": "adaptext"})
 
 
-def read_weights(path: str | os.PathLike[str], damaged: str = "the run directory is damaged") -> dict:
+def read_weights(path: str | os.PathLike[str],
+                 damaged: str = "the run directory is damaged") -> dict[str, torch.Tensor]:
     """The tensors of a safetensors file; an unreadable file, or weights that are not finite, is a
     ``DataError`` naming the file (``damaged``: what that says to the user)."""
     import torch
