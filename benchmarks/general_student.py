@@ -27,6 +27,7 @@ from adaptext import pretrained
 from adaptext.auto.plan import BILSTM, PIECES
 from adaptext.data.batching import Encoder
 from adaptext.data.examples import ExampleKind, TextExample
+from adaptext.data.loading import batch_loader
 from adaptext.data.text import LabelMap
 from adaptext.errors import BadLines
 from adaptext.parse.silver import sentences_of
@@ -36,7 +37,6 @@ from adaptext.runs.spec import RunSpec, make_tokenizer
 from adaptext.training.prepare import pretrained_vectors
 
 HELD_OUT = 2000                 # sentences the per-epoch loss is read on (at most a tenth), never trained on
-POOL = 50                       # batches sorted by length together (less padding)
 
 
 def corpus(paths: list[str], sentences: int, seed: int = 2) -> list[str]:
@@ -74,19 +74,6 @@ def student(hidden: int):
     return model, Encoder(tokenizer, vocab), collator(model, labels)
 
 
-def batches(lengths: list[int], size: int, rng: random.Random | None) -> list[list[int]]:
-    """Batches of indices sorted by length within pools, in random order (``rng``) or in order."""
-    idx = list(range(len(lengths)))
-    if rng:
-        rng.shuffle(idx)
-    pool = size * POOL
-    idx = [i for s in range(0, len(idx), pool) for i in sorted(idx[s:s + pool], key=lengths.__getitem__)]
-    cut = [idx[s:s + size] for s in range(0, len(idx), size)]
-    if rng:
-        rng.shuffle(cut)
-    return cut
-
-
 def fit(model, items, collate, targets: np.ndarray, epochs: int, lr: float, size: int, log=print) -> list[float]:
     """Train the recurrent layers (and the map onto the embedding) on the standardised targets;
     the held-out squared error after each epoch (1.0: no better than the mean embedding)."""
@@ -97,25 +84,24 @@ def fit(model, items, collate, targets: np.ndarray, epochs: int, lr: float, size
     params = [p for n, p in model.named_parameters() if n.startswith("layers.")] + list(project.parameters())
     optimizer = torch.optim.Adam(params, lr=lr)
     cut = min(HELD_OUT, len(items) // 10)
-    held, train = items[:cut], items[cut:]
-    lengths = [len(it.text) for it in train]
-    steps = epochs * len(batches(lengths, size, None))
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1 - s / steps)
+    train = batch_loader(items[cut:], size, collate, shuffle=True, seed=1)     # sorted by length in pools
+    held = batch_loader(items[:cut], size, collate)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1 - s / (epochs * len(train)))
 
-    def loss(chunk):
-        model(collate(chunk))
-        return torch.nn.functional.mse_loss(project(pooled["h"]), y[[it.index for it in chunk]])
-    rng, errors, started = random.Random(1), [], time.perf_counter()
+    def loss(batch):        # an item's index is its sentence's row of the targets
+        model(batch)
+        return torch.nn.functional.mse_loss(project(pooled["h"]), y[batch.index])
+    errors, started = [], time.perf_counter()
     for epoch in range(epochs):
         model.train()
-        for b in batches(lengths, size, rng):
+        for batch in train:
             optimizer.zero_grad()
-            loss([train[i] for i in b]).backward()
+            loss(batch).backward()
             optimizer.step()
             schedule.step()
         model.eval()
         with torch.no_grad():
-            errors.append(float(np.mean([loss(held[s:s + size]).item() for s in range(0, len(held), size)])))
+            errors.append(float(np.mean([loss(batch).item() for batch in held])))
         log(f"epoch {epoch + 1}: held-out squared error {errors[-1]:.4f} ({time.perf_counter() - started:.0f} s)")
     return errors
 
