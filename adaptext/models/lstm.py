@@ -84,6 +84,11 @@ class LSTMClassifier(TextClassifier):
         self.head = ClassifierHead(cfg.hidden * directions, spec.num_classes, cfg.head_dropout)
 
     def forward(self, batch) -> torch.Tensor:
+        return self.head(masked_max_pool(self.states(batch), batch.mask))
+
+    def states(self, batch) -> torch.Tensor:
+        """What the pooling reads: the last layer's output at each word [B, T, H or 2H] (zero or
+        stale at padded steps, which the pooling skips)."""
         mask = batch.mask
         # the backward direction reads each text reversed within its own length, so padding
         # (always after the text) reaches no state of either direction
@@ -104,7 +109,7 @@ class LSTMClassifier(TextClassifier):
                 out = self._layer(directions, h, back)
             h = next_layer_input(h, out, self.dropout, self.dense, last=i + 1 == len(self.layers))
         assert h is not None, "the stack has at least one layer"
-        return self.head(masked_max_pool(h, mask))
+        return h
 
     @staticmethod
     def _layer(directions, h: torch.Tensor, back: torch.Tensor) -> torch.Tensor:
