@@ -6,7 +6,7 @@ sentence-transformers pools it, each dimension standardised over the corpus) thr
 dropped afterwards, and with ``--pieces-weight`` the encoder's last layer at each word piece too.
 Its recurrent layers, written to a safetensors file, are what a task's student
 can start from (``adaptext distill ... --init FILE``): the word pieces make them fit every data
-set's vocabulary. Whether they help: benchmarks/results/student_probes.md.
+set's vocabulary. Whether they help: benchmarks/results/distill_levers.md.
 
     python benchmarks/general_student.py --corpus ../shared/data/imdb/train.jsonl.gz \
         ../shared/data/20news/train.jsonl.gz --sentences 65000 --hidden 64 --cache targets/ \
