@@ -4,9 +4,8 @@ pieces through the encoder's own fixed input vectors (adaptext auto's first stud
 unlabelled sentences, to give the encoder's sentence embedding (mean-pooled and normalised as
 sentence-transformers pools it, each dimension standardised over the corpus) through a linear map
 dropped afterwards, and with ``--pieces-weight`` the encoder's last layer at each word piece too.
-Its recurrent layers, written to a safetensors file, are what a task's student
-can start from (``adaptext distill ... --init FILE``): the word pieces make them fit every data
-set's vocabulary. Whether they help: benchmarks/results/distill_levers.md.
+Its recurrent layers, written to a safetensors file, are what a task's student can start from
+(``adaptext distill ... --init FILE``): the word pieces make them fit every data set's vocabulary. Whether they help: benchmarks/results/distill_levers.md.
 
     python benchmarks/general_student.py --corpus ../shared/data/imdb/train.jsonl.gz \
         ../shared/data/20news/train.jsonl.gz --sentences 65000 --hidden 64 --cache targets/ \
@@ -88,8 +87,8 @@ def encoder_targets(items, batch: int = 64) -> Targets:
             rows = order[k:k + batch]
             ids = torch.full((len(rows), lengths[rows].max() + 2), tokenize.pad_token_id)
             for r, i in enumerate(rows):
-                own = np.where(items[i].text[:lengths[i]] == Vocab.unk_id, tokenize.unk_token_id + SHIFT,
-                               items[i].text[:lengths[i]]) - SHIFT
+                own = items[i].text[:lengths[i]] - SHIFT
+                own[own == Vocab.unk_id - SHIFT] = tokenize.unk_token_id
                 ids[r, :lengths[i] + 2] = torch.tensor([tokenize.cls_token_id, *own, tokenize.sep_token_id])
             mask = (torch.arange(ids.shape[1])[None] < torch.from_numpy(lengths[rows] + 2)[:, None]).float()
             states = encoder(input_ids=ids, attention_mask=mask.long()).last_hidden_state
