@@ -181,9 +181,12 @@ def main() -> None:
     notes = (f"Students distilled from `{Path(a.logits).name}` (adaptext logits: {transfer_of(a.logits)}), MSE "
              f"on the logits only (alpha 0) unless the student names KL, batch 64, random word vectors unless it "
              f"names others, trained on {a.accelerator} at {a.threads} torch thread(s); test accuracy over seeds "
-             f"{a.seeds}. Throughput: adaptext.auto.speed (every model and the teacher "
-             f"loaded in one process, the first 1,000 test sentences, batch 64, one torch thread, CPU time, "
-             f"five rounds interleaved, the median), seed {seeds[0]}'s runs. {a.note}").rstrip()
+             f"{a.seeds}.")
+    if a.teacher:
+        notes += (f" Throughput: adaptext.auto.speed (every model and the teacher loaded in one process, the first "
+                  f"1,000 test sentences, batch 64, one torch thread, CPU time, five rounds interleaved, the "
+                  f"median), seed {seeds[0]}'s runs.")
+    notes = f"{notes} {a.note}".rstrip()
     teachers = teacher_rows(a.teacher, file_options(a.logits)[1]["data"])
     for seed in seeds:
         for name in names:
