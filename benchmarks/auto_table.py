@@ -8,6 +8,9 @@ sentences/s with its ratio to the teacher's, as auto's throughput pass measured 
     python benchmarks/auto_table.py                                   # every cell: hours of CPU
     python benchmarks/auto_table.py --datasets trec --budgets 3m --out /tmp/auto_smoke.json   # a smoke run
     python benchmarks/auto_table.py --merge trec.json sst2.json ...     # pool cells run apart
+
+With ``--unlabeled FILE`` auto is also given a file of unlabelled in-domain texts (one a line): its
+rows carry a ``condition`` naming the file, beside the rows of the cells run without one.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ def args():
     ap.add_argument("--min-speed", default="25x")
     ap.add_argument("--threads", default=None, help="auto's --threads (default: as adaptext train chooses)")
     ap.add_argument("--keep", default=None, help="a folder to keep auto's runs in (default: a temporary one)")
+    ap.add_argument("--unlabeled", default=None, help="auto's --unlabeled for every cell: unlabelled in-domain texts")
     ap.add_argument("--out", default=None)
     ap.add_argument("--merge", nargs="*", help="pool result files of this script (cells run apart) into --out instead")
     a = ap.parse_args()
@@ -93,16 +97,18 @@ def say(message: str) -> None:
 def run_auto(dataset: str, budget: str, a, folder: Path, data: list[str]) -> tuple[dict, dict, float]:
     out = folder / f"auto-{budget}"
     command = [sys.executable, "-m", "adaptext.cli", "auto", *data, "--time", budget, "--min-speed", a.min_speed,
-               "--out", str(out)] + (["--threads", a.threads] if a.threads else [])
+               "--out", str(out)] + (["--threads", a.threads] if a.threads else []) + \
+        (["--unlabeled", a.unlabeled] if a.unlabeled else [])
     started = time.perf_counter()
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True)
     wall = time.perf_counter() - started
     return json.loads(done.stdout), json.loads((out / "auto.json").read_text()), wall
 
 
-def cell_rows(dataset: str, budget: str, state: dict, peers: dict) -> list[dict]:
-    """The rows of one (dataset, budget): test accuracy by role, and every candidate's speed."""
-    base = {"dataset": dataset, "budget": budget, "split": "test", "metric": "accuracy", "n": 1}
+def cell_rows(dataset: str, budget: str, state: dict, peers: dict, given: dict) -> list[dict]:
+    """The rows of one (dataset, budget): test accuracy by role, and every candidate's speed
+    (``given``: what auto was given beyond the labelled data, on every row)."""
+    base = {"dataset": dataset, "budget": budget, **given, "split": "test", "metric": "accuracy", "n": 1}
     rows, done = [], [c for c in state["candidates"] if c["status"] == "done"]
     for c in done:
         role = "auto winner" if c["name"] == state["winner"] else "teacher" if c["name"] == "transformer" else c["name"]
@@ -117,7 +123,8 @@ def cell_rows(dataset: str, budget: str, state: dict, peers: dict) -> list[dict]
         if c.get("speed"):
             against = {"baseline": "transformer", "ratio": c["ratio"]} if c.get("ratio") else {}
             rows.append({"model": c["model"], "variant": "auto winner" if c["name"] == state["winner"] else c["name"],
-                         "candidate": c["name"], "dataset": dataset, "budget": budget, "metric": "sentences_per_s",
+                         "candidate": c["name"], "dataset": dataset, "budget": budget, **given,
+                         "metric": "sentences_per_s",
                          "mean": c["speed"], "n": 1, **against})
     return rows
 
@@ -136,11 +143,19 @@ def cell(dataset: str, budget: str, a, root: Path) -> tuple[list[dict], str]:
              "fastText autotune": fasttext_autotune(train, dev, test, baselines, folder)}
     say(f"{dataset} {budget}: fastText autotune {peers['fastText autotune'][0]:.2f} in "
         f"{peers['fastText autotune'][1]:.0f} s")
-    rows = cell_rows(dataset, budget, state, peers)
+    rows = cell_rows(dataset, budget, state, peers, condition(a.unlabeled))
     ratio = f"{result['ratio_to_teacher']}x the teacher" if result.get("ratio_to_teacher") else "no teacher trained"
     note = (f"{dataset} {budget}: winner {result['winner']} ({ratio}, floor met: {result['floor_met']}), auto's wall time {wall:.0f} s of {state['budget_s']:.0f} s; logistic "
             f"regression C={c_best:g}; fastText autotune given {baselines:.0f} s (auto's baselines' training).")
     return rows, note
+
+
+def condition(unlabeled: str | None) -> dict:
+    """The ``condition`` of a cell given unlabelled texts: the file's name and its count of texts."""
+    if not unlabeled:
+        return {}
+    count = sum(1 for line in Path(unlabeled).read_text(encoding="utf-8").splitlines() if line.strip())
+    return {"condition": f"--unlabeled {Path(unlabeled).name} ({count:,} texts)"}
 
 
 def main() -> None:

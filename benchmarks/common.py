@@ -251,7 +251,7 @@ MACHINES_SEP = " + "   # a merged row measured on several machines names each on
 
 
 def merge_docs(docs: list[dict]) -> list[dict]:
-    """Rows of the same (model, variant, dataset, split, metric, budget) from several runs, values pooled
+    """Rows of the same (model, variant, dataset, split, metric, budget, condition) from several runs, values pooled
     (parallel single-seed runs merged into one table); each row keeps its machine. A seed (a seed
     and fold, where a row has ``folds``) that two slices both hold for one row, or a speed row (its
     ratio measured within one run) in two slices, is an error rather than counted twice. Seconds
@@ -259,7 +259,8 @@ def merge_docs(docs: list[dict]) -> list[dict]:
     groups: dict = {}
     for d in docs:
         for r in d["rows"]:
-            key = (r["model"], r.get("variant"), r.get("dataset"), r.get("split"), r["metric"], r.get("budget"))
+            key = (r["model"], r.get("variant"), r.get("dataset"), r.get("split"), r["metric"], r.get("budget"),
+                   r.get("condition"))
             if key in groups and "ratio" in r:
                 raise ValueError(f"speed row {key} is in two slices; its ratio pools nothing: keep it in one")
             g = groups.setdefault(key, dict(r, values=[], _secs=[], machine=[], seeds=[], folds=[]))
