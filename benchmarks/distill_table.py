@@ -124,6 +124,33 @@ def imdb_sentences(keep: Path, count: int) -> Path:
     return path
 
 
+def newsgroup_questions(keep: Path) -> Path:
+    """Every distinct question of 4 to 25 words in the bodies of the 20 Newsgroups posts (both
+    splits; headers and quoted lines left out) that opens as TREC's do (a wh-word, how, name, or an
+    auxiliary), one per line, as runs tokenise them: unlabelled questions for TREC's students."""
+    import gzip
+    import json
+    import re
+
+    from adaptext.data.text import Tokenizer
+    path = keep / "newsgroup-questions.txt"
+    if path.is_file():
+        return path
+    opening = re.compile(r"(what|who|whom|whose|where|when|which|why|how|name|is|are|was|were|does|do|did|can)\b", re.I)
+    tokenize, found = Tokenizer(lower=False), {}
+    for split in ("train", "test"):
+        for line in gzip.open(common.DATA / "20news" / f"{split}.jsonl.gz", "rt", encoding="latin-1"):
+            body = json.loads(line)["text"].split("\n\n", 1)[-1]
+            text = " ".join(row for row in body.splitlines() if not row.lstrip().startswith((">", "|", ":")))
+            for sentence in re.split(r"(?<=[.!?])\s+", " ".join(text.split())):
+                words = tokenize(sentence)
+                if sentence.endswith("?") and opening.match(sentence) and 4 <= len(words) <= 25 and "@" not in sentence:
+                    found.setdefault(" ".join(words).lower(), " ".join(words))
+    keep.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(found.values()) + "\n", encoding="utf-8")
+    return path
+
+
 def cell(keep: Path, name: str, opts: dict) -> tuple[dict, Path]:
     run = keep / name
     m = common.train_cell(opts, keep=run)
