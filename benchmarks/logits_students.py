@@ -83,6 +83,8 @@ def args():
     ap.add_argument("--accelerator", default="cpu", help="where the students train (throughput is always measured "
                                                        "on the CPU, where --teacher is given)")
     ap.add_argument("--keep", type=Path, default=Path.home() / ".cache" / "adaptext" / "runs" / "logits_students")
+    ap.add_argument("--unlabeled", default=None, help="the file of the transfer set's unlabelled texts, where it "
+                    "lies elsewhere than the path the logits file names")
     ap.add_argument("--out", default=None)
     ap.add_argument("--note", default="", help="a sentence added to the notes (what the transfer set's files are)")
     return ap.parse_args()
@@ -95,6 +97,8 @@ def student(name: str, seed: int, a) -> dict:
     run = RunDir(a.keep / f"{name}-seed{seed}")
     opts = {**options, "teacher_logits": str(Path(a.logits).resolve()), "seed": seed, "threads": a.threads,
             "accelerator": a.accelerator, "progress": False, "out": str(run.path)}
+    if a.unlabeled:
+        opts["unlabeled"] = a.unlabeled
     if run.state is not RunState.NEW:          # finished: read back; cut short: resumed
         return trained(run, opts, log=lambda m: None)
     return distill_run([], opts, log=lambda m: print(m, file=sys.stderr, flush=True))
