@@ -182,7 +182,10 @@ def model_speed(point: dict, dataset: str, texts: list[str], work: Path, teacher
     clf = adaptext.load(run)
     parses = Path(os.environ["ADAPTEXT_CACHE"]) / "parses"
     forget = (lambda: shutil.rmtree(parses, ignore_errors=True)) if point.get("tree") else (lambda: None)
-    return beside_teacher(Passes(clf.predict, point.get("members", 1), forget), texts, teacher)
+    speeds = beside_teacher(Passes(clf.predict, point.get("members", 1), forget), texts, teacher)
+    if run != teacher:                   # a teacher's folder is 90 MB: only the one every point is timed beside stays
+        shutil.rmtree(run, ignore_errors=True)
+    return speeds
 
 
 def beside_teacher(model: Passes, texts: list[str], teacher: Path) -> tuple[float, float]:
