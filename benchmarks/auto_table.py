@@ -143,19 +143,14 @@ def cell(dataset: str, budget: str, a, root: Path) -> tuple[list[dict], str]:
              "fastText autotune": fasttext_autotune(train, dev, test, baselines, folder)}
     say(f"{dataset} {budget}: fastText autotune {peers['fastText autotune'][0]:.2f} in "
         f"{peers['fastText autotune'][1]:.0f} s")
-    rows = cell_rows(dataset, budget, state, peers, condition(a.unlabeled))
+    # the count auto read of the file, as its summary of the data keeps it
+    given = {"condition": f"--unlabeled {Path(a.unlabeled).name} ({state['data']['unlabeled']:,} texts)"} \
+        if a.unlabeled else {}
+    rows = cell_rows(dataset, budget, state, peers, given)
     ratio = f"{result['ratio_to_teacher']}x the teacher" if result.get("ratio_to_teacher") else "no teacher trained"
     note = (f"{dataset} {budget}: winner {result['winner']} ({ratio}, floor met: {result['floor_met']}), auto's wall time {wall:.0f} s of {state['budget_s']:.0f} s; logistic "
             f"regression C={c_best:g}; fastText autotune given {baselines:.0f} s (auto's baselines' training).")
     return rows, note
-
-
-def condition(unlabeled: str | None) -> dict:
-    """The ``condition`` of a cell given unlabelled texts: the file's name and its count of texts."""
-    if not unlabeled:
-        return {}
-    count = sum(1 for line in Path(unlabeled).read_text(encoding="utf-8").splitlines() if line.strip())
-    return {"condition": f"--unlabeled {Path(unlabeled).name} ({count:,} texts)"}
 
 
 def main() -> None:

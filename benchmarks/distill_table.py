@@ -143,8 +143,10 @@ def newsgroup_questions(keep: Path) -> Path:
             body = json.loads(line)["text"].split("\n\n", 1)[-1]
             text = " ".join(row for row in body.splitlines() if not row.lstrip().startswith((">", "|", ":")))
             for sentence in re.split(r"(?<=[.!?])\s+", " ".join(text.split())):
+                if not (sentence.endswith("?") and opening.match(sentence)) or "@" in sentence:
+                    continue                     # tokenised only once it is a question
                 words = tokenize(sentence)
-                if sentence.endswith("?") and opening.match(sentence) and 4 <= len(words) <= 25 and "@" not in sentence:
+                if 4 <= len(words) <= 25:
                     found.setdefault(" ".join(words).lower(), " ".join(words))
     keep.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(found.values()) + "\n", encoding="utf-8")
