@@ -18,6 +18,9 @@ a point and its teacher alike (timed apart, by wall clock at 2 threads, the same
 read 29.8x and 46.6x the teacher in one run). A tree model's time includes parsing each sentence (the
 parse cache emptied before every pass). fastText is trained on the shuffled training file and timed
 on the same sentences.
+
+A whole run takes more than an hour: each point's speeds are appended to OUT.progress.jsonl once timed,
+and the same command started again after a cut goes on from the next point.
 """
 from __future__ import annotations
 
@@ -291,16 +294,29 @@ def pareto(names: list[str], speed: dict, acc: dict) -> list[str]:
     return front
 
 
-def dataset_rows(dataset: str, pts: list[dict], work: Path) -> list[dict]:
+def timed_so_far(progress: Path) -> dict:
+    """The points a cut-short run already timed, as it wrote them to ``progress``: {(dataset, label): speeds}."""
+    lines = progress.read_text().splitlines() if progress.is_file() else []
+    return {(d["dataset"], d["label"]): tuple(d["speeds"]) for d in map(json.loads, lines)}
+
+
+def dataset_rows(dataset: str, pts: list[dict], work: Path, progress: Path) -> list[dict]:
+    """The dataset's accuracy and speed rows; each point's speeds are appended to ``progress`` once timed,
+    so a run cut short (an hour and more) goes on from the next point when started again."""
     texts = common.test_texts(dataset)
-    teacher = build(next(p for p in pts if p["label"] == BASELINE), dataset, work)
-    rows, speeds = [], {}
+    rows, speeds, done = [], {}, timed_so_far(progress)
     for p in pts:
         acc = recorded_accuracy(p["acc"].get(dataset, []), dataset)
         if acc is None:
             continue
-        speeds[p["label"]] = isolated(fasttext_speed if p.get("fasttext") else partial(model_speed, p),
-                                      dataset, texts, work, teacher)
+        if (dataset, p["label"]) not in done:
+            teacher = build(next(t for t in pts if t["label"] == BASELINE), dataset, work)
+            got = isolated(fasttext_speed if p.get("fasttext") else partial(model_speed, p),
+                           dataset, texts, work, teacher)
+            with progress.open("a") as f:
+                f.write(json.dumps({"dataset": dataset, "label": p["label"], "speeds": got}) + "\n")
+            done[dataset, p["label"]] = got
+        speeds[p["label"]] = done[dataset, p["label"]]
         print(f"{dataset} {p['label']}: {acc['mean']:.2f}, {speeds[p['label']][0]:.0f} sentences/s, "
               f"{speeds[p['label']][0] / speeds[p['label']][1]:.1f}x the teacher", flush=True)
         rows.append({"model": p["options"]["model"] if "options" in p else "fasttext", "variant": p["label"],
@@ -329,10 +345,11 @@ def main() -> None:
         a.datasets = "trec"
         pts = [p for p in pts if p["label"] in ("kim_cnn (rand)", "treelstm", BASELINE)]
     rows = []
+    progress = Path(a.out or common.RESULTS / "frontier.json").with_suffix(".progress.jsonl")
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ADAPTEXT_CACHE"] = str(Path(tmp) / "cache")      # parses and stores of this run only
         for dataset in a.datasets.split(","):
-            rows += dataset_rows(dataset, pts, Path(tmp))
+            rows += dataset_rows(dataset, pts, Path(tmp), progress)
     notes = ("Accuracy: as recorded by each source table (its seeds; SST-2 tree rows from gold trees, kim_cnn "
              "non-static and rand from phrase-level training as Kim's table does); throughput: this run, one "
              "configuration per point as its table trains it, each in a fresh process beside the teacher, the first "
@@ -347,6 +364,7 @@ def main() -> None:
              f"{PIECES}.json; from the seed-1 teacher's over the same texts and 50,000 IMDB training sentences: "
              f"{PIECES_IMDB}.json." + common.quick_note(a.quick))
     path = common.write("frontier", rows, notes, a.out)
+    progress.unlink(missing_ok=True)
     plot(rows, path.with_suffix(".png"))
     print(path.with_suffix(".md").read_text())
 

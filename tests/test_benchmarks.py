@@ -277,6 +277,20 @@ def test_the_recorded_frontier_plots_again_without_measuring(tmp_path):
     assert (tmp_path / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_frontier_run_cut_short_goes_on_from_the_points_it_timed(tmp_path):
+    """Every point already in the progress file is taken from it: nothing is built or timed again."""
+    import frontier
+    pts = [p for p in frontier.points() if p["label"] in ("kim_cnn (rand)", frontier.BASELINE)]
+    progress = tmp_path / "f.progress.jsonl"
+    progress.write_text("".join(json.dumps({"dataset": "trec", "label": p["label"], "speeds": [speed, 250.0]}) + "\n"
+                                for p, speed in zip(pts, (25000.0, 260.0))))
+    rows = frontier.dataset_rows("trec", pts, tmp_path, progress)
+    speeds = {r["variant"]: r for r in rows if r["metric"] == "sentences_per_s"}
+    assert speeds["kim_cnn (rand)"]["mean"] == 25000.0 and speeds["kim_cnn (rand)"]["ratio"] == 100.0
+    assert speeds[frontier.BASELINE]["ratio"] == 1.04
+    assert [q.name for q in tmp_path.iterdir()] == [progress.name]       # no run was built
+
+
 def test_every_frontier_point_finds_its_accuracy_in_the_recorded_tables():
     """A point whose table, model or variant was renamed would silently drop off the plot."""
     import frontier
