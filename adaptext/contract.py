@@ -149,6 +149,8 @@ class DistillationOptions:
                         "distinct (the phrases a treebank would give it)", lowest=0)
     unlabeled: str | None = opt(None, "a file of unlabelled in-domain texts, one per line, added to the transfer "
                                       "set", path=True)
+    unlabeled_sample: int = opt(0, "take this many texts of --unlabeled, drawn with the copies' seed (0: all)",
+                                lowest=0)
 
 
 @dataclass(frozen=True)

@@ -396,6 +396,22 @@ def test_unlabeled_texts_join_the_students_transfer_set_in_the_plan(tmp_path):
     assert "unlabeled" not in found["kim_cnn"].options
 
 
+def test_unlabelled_texts_too_many_for_the_budget_are_sampled_not_dropped():
+    """All of them while some recipe fits with them; else as many as fit (half, a quarter, ... no fewer
+    than the training texts) with the richest recipe that fits with that many; else none."""
+    def narrow(texts: int, seconds: float) -> dict:
+        summary = P.DataSummary(**{**TREC.__dict__, "unlabeled": texts, "unlabeled_length": 10.0})
+        found = P.make_plan(summary, seconds, threads=1, encoder=True, unlabeled="/data/more.txt")
+        return next(c for c in found if c.name == P.NARROW).options
+    assert narrow(5_000, 1800)["unlabeled"] == "/data/more.txt" and "unlabeled_sample" not in narrow(5_000, 1800)
+    sampled = [narrow(400_000, t).get("unlabeled_sample") for t in (900, 1800, 3600)]
+    assert all(TREC.train <= n < 400_000 and (400_000 / n).is_integer() for n in sampled)
+    assert sampled == sorted(set(sampled))                  # a larger budget buys more of them
+    assert "unlabeled" not in narrow(400_000, 600)          # too short for even the smallest sample
+    assert P.RECIPES[4].describe(400_000, sample=12_500) == \
+        "10 copies, 5 epochs, 1 teacher, 12,500 of the 400,000 unlabelled texts"
+
+
 def test_later_candidates_are_costed_with_the_measured_epochs():
     assert P.calibrated("lstm", None) == 1.0
     assert P.calibrated("lstm", {"lstm": 2.0, "bov": 1.0}) == 2.0

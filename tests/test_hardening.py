@@ -333,3 +333,18 @@ def test_unlabelled_texts_in_cp1252_are_read(tmp_path):
     f = tmp_path / "more.txt"
     f.write_bytes("a caf\xe9 scene\nanother one\n".encode("cp1252"))
     assert [t.text for t in unlabeled_texts(f)] == ["a café scene", "another one"]
+
+
+def test_a_sample_of_the_unlabelled_texts_is_drawn_with_the_copies_seed_in_the_file_s_order(tmp_path):
+    from adaptext.config import RunConfig
+    from adaptext.training.distill import unlabeled_of
+    f = tmp_path / "more.txt"
+    f.write_text("".join(f"text {k}\n" for k in range(100)))
+    def drawn(**kw):
+        return [int(t.text.split()[1]) for t in unlabeled_of(RunConfig(unlabeled=str(f), **kw))]
+    one = drawn(unlabeled_sample=30, seed=1)
+    assert len(set(one)) == 30 and one == sorted(one)
+    assert drawn(unlabeled_sample=30, seed=2, augment_seed=1) == one        # the copies' seed, not the run's
+    assert drawn(unlabeled_sample=30, seed=2) != one
+    assert drawn(unlabeled_sample=0, seed=1) == drawn(unlabeled_sample=500, seed=1) == list(range(100))
+    assert unlabeled_of(RunConfig()) == []

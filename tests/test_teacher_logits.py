@@ -77,6 +77,23 @@ def test_a_file_of_other_texts_or_no_logits_is_one_line(logits_file, tmp_path, c
     one_line_error(capsys, str(not_logits), "not a file of teacher logits")
 
 
+def test_a_sample_of_the_unlabelled_texts_travels_with_the_file(teacher, tmp_path, capsys):
+    """``--unlabeled-sample N`` takes N of the file's texts (drawn with the copies' seed): the logits
+    file keeps the number, and its student draws the same N; another number is another transfer set."""
+    unlabeled = tmp_path / "more.txt"
+    unlabeled.write_text("".join(f"what is the capital of place {k} ?\n" for k in range(40)))
+    path = tmp_path / "sampled.safetensors"
+    assert main(["logits", str(teacher), "--augment", "1", "--seed", "1", "--unlabeled", str(unlabeled),
+                 "--unlabeled-sample", "10", "--out", str(path)]) == 0
+    meta = logits_file_meta(path)
+    assert int(meta["count"]) == 2 * 270 + 10 and json.loads(meta["data_options"])["unlabeled_sample"] == 10
+    assert main(["distill", "--teacher-logits", str(path), *STUDENT, "--out", str(tmp_path / "student")]) == 0
+    assert main(["distill", "--teacher-logits", str(path), *STUDENT, "--unlabeled-sample", "20",
+                 "--out", str(tmp_path / "other")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        f"error: {path}: logits of another transfer set (550 texts) than this run's (560 texts")
+
+
 def test_help_names_the_transfer_options_it_takes(capsys):
     """--help says which of train's options shape the transfer set, and reads no teacher."""
     assert main(["logits", "--help"]) == 0

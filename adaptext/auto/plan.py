@@ -101,13 +101,14 @@ class Recipe:
     unlabeled: bool = False
     wide: bool = False
 
-    def describe(self, unlabeled: bool = True, wide: bool = True) -> str:
-        """'40 copies, 8 epochs, 1 teacher, the unlabelled texts, a wide BiLSTM' (``unlabeled``:
-        whether auto was given unlabelled texts; ``wide``: whether the floor left the wide student in)."""
+    def describe(self, unlabeled: int = 1, wide: bool = True, sample: int = 0) -> str:
+        """'40 copies, 8 epochs, 1 teacher, the unlabelled texts, a wide BiLSTM' (``unlabeled``: the
+        unlabelled texts auto was given; ``wide``: whether the floor left the wide student in;
+        ``sample``: how many of the unlabelled texts the students take, 0: all)."""
         parts = [f"{self.copies} copies", f"{self.epochs} epochs",
                  f"{self.teachers} teacher{'s' if self.teachers > 1 else ''}"]
-        return ", ".join(parts + ["the unlabelled texts"] * (self.unlabeled and unlabeled) +
-                         ["a wide BiLSTM"] * (self.wide and wide))
+        texts = f"{sample:,} of the {unlabeled:,} unlabelled texts" if sample else "the unlabelled texts"
+        return ", ".join(parts + [texts] * bool(self.unlabeled and unlabeled) + ["a wide BiLSTM"] * (self.wide and wide))
 
 
 # From the poorest to the richest; the plan takes the richest whose every candidate fits whole,
@@ -123,7 +124,9 @@ class Recipe:
 # augmented copies gave its students nothing (87.63 against one teacher's 87.72, 3 seeds each;
 # benchmarks/results/distill_phrases.md). From 5 copies on, each rung costs the students at most
 # half as much again as the one before: with 5, 10 and 20 copies alone, SUBJ at 30 minutes could
-# not afford 10 and left 6.5 minutes unspent.
+# not afford 10 and left 6.5 minutes unspent. The unlabelled texts join after 10 copies, and as
+# many of them as fit are taken before a richer rung (``richest``): beside SST-2's phrases and 10
+# copies, 50,000 IMDB sentences lifted the piece student 0.96 on dev (three seeds each).
 RECIPES = (Recipe(2), Recipe(5), Recipe(7), Recipe(), Recipe(unlabeled=True), Recipe(15, 5, unlabeled=True),
            Recipe(20, 5, unlabeled=True), Recipe(30, 5, unlabeled=True), Recipe(40, 5, unlabeled=True),
            Recipe(40, 8, unlabeled=True), Recipe(40, 8, 1, True, True), Recipe(40, 8, 2, True, True),
@@ -150,10 +153,6 @@ class DataSummary:
     @property
     def ktokens(self) -> float:
         return self.train * self.mean_length / 1000
-
-    @property
-    def unlabeled_ktokens(self) -> float:
-        return self.unlabeled * self.unlabeled_length / 1000
 
 
 @dataclass
@@ -222,12 +221,14 @@ def encoder_available() -> str | None:
     return None
 
 
-def pool(kind: ExampleKind, recipe: Recipe = Recipe(), unlabeled: str | None = None) -> list[Candidate]:
+def pool(kind: ExampleKind, recipe: Recipe = Recipe(), unlabeled: str | None = None,
+         sample: int = 0) -> list[Candidate]:
     """Every candidate auto knows, in plan order, with the epochs it gets when the budget allows
     (fastText 5, the other fast ones 10, Kim's own 25 cut to 10 so that the baselines leave the
     budget to the teacher, early stopping deciding within that; the teacher the 3 of the
     distillation tables; the students what ``recipe`` gives them). Pair and context data add
-    attconv (light), the one fast model that reads them, undistilled and distilled."""
+    attconv (light), the one fast model that reads them, undistilled and distilled. ``sample``: how
+    many of the ``unlabeled`` file's texts the recipe's students take (0: all)."""
     text = kind == ExampleKind.TEXT
     found = [Candidate(LINEAR, {"model": "fasttext", "epochs": 5}),
              Candidate("bov", {"model": "bov", "epochs": 10}, fallback=True),
@@ -239,7 +240,7 @@ def pool(kind: ExampleKind, recipe: Recipe = Recipe(), unlabeled: str | None = N
     found.append(Candidate(TEACHER_NAME, dict(TEACHER), role="teacher"))
     found += [Candidate(f"transformer-seed{k + 1}", dict(TEACHER), role="ensemble", optional=k >= recipe.teachers,
                         seed_offset=k) for k in (1, 2)]
-    found += students(text, recipe, unlabeled)
+    found += students(text, recipe, unlabeled, sample)
     for c in found:
         c.work = float(c.options["epochs"])
         if c.role in ("ensemble", "student"):
@@ -247,7 +248,7 @@ def pool(kind: ExampleKind, recipe: Recipe = Recipe(), unlabeled: str | None = N
     return found
 
 
-def students(text: bool, recipe: Recipe, unlabeled: str | None) -> list[Candidate]:
+def students(text: bool, recipe: Recipe, unlabeled: str | None, sample: int = 0) -> list[Candidate]:
     """The students of ``recipe``, each taught by the transformer (and its ensemble's seeds)."""
     # The recipe is the first student's (and the wide one's): over the encoder's word pieces it won
     # on dev in every 30-minute cell (benchmarks/results/auto_table.md). The word student and Kim's
@@ -257,6 +258,8 @@ def students(text: bool, recipe: Recipe, unlabeled: str | None) -> list[Candidat
     distill: dict[str, float | str] = {"alpha": ALPHA, "augment": recipe.copies}
     if recipe.unlabeled and unlabeled:
         distill["unlabeled"] = unlabeled
+        if sample:
+            distill["unlabeled_sample"] = sample
     found = [Candidate(NARROW, {**BILSTM, **PIECES, **distill, "epochs": recipe.epochs}),
              Candidate("bilstm-distilled", {**BILSTM, **distill, "epochs": recipe.epochs}, fallback=text),
              Candidate("kim_cnn-distilled", {"model": "kim_cnn", **distill, "epochs": recipe.epochs}, fallback=text),
@@ -268,6 +271,11 @@ def students(text: bool, recipe: Recipe, unlabeled: str | None) -> list[Candidat
     for c in found:
         c.teacher, c.role, c.ensemble = TEACHER_NAME, "student", recipe.teachers
     return found
+
+
+def sample_of(found) -> int:
+    """How many of the unlabelled texts the students of the plan ``found`` take (0: all, or none)."""
+    return next((c.options.get("unlabeled_sample", 0) for c in found if c.role == "student"), 0)
 
 
 def multilabel_capable(name: str) -> bool:
@@ -309,7 +317,7 @@ def cost_candidate(c: Candidate, s: DataSummary, threads: int, calibration: dict
     model, opts, speedup = c.options["model"], c.options, threads_speedup(threads)
     transfer = s.ktokens * (1 + opts.get("augment", 0) * COPY_LENGTH) if c.teacher else s.ktokens
     if opts.get("unlabeled"):
-        transfer += s.unlabeled_ktokens
+        transfer += (opts.get("unlabeled_sample") or s.unlabeled) * s.unlabeled_length / 1000
     c.key = cost_key(opts)
     width = WIDE_SLOWDOWN if model == "lstm" and opts.get("hidden", 0) > BILSTM["hidden"] else 1.0
     c.base_epoch_s = EPOCH_S_PER_KTOKEN[c.key] * transfer * width / speedup
@@ -322,8 +330,8 @@ def cost_candidate(c: Candidate, s: DataSummary, threads: int, calibration: dict
         c.fixed_s += VECTORS_S_PER_KTOKEN * s.ktokens / speedup
     if c.teacher:
         c.fixed_s += AUGMENT_S_PER_KTOKEN * s.ktokens * opts.get("augment", 0)
-    examples = s.train * (1 + opts.get("augment", 0)) + (s.unlabeled if opts.get("unlabeled") else 0) \
-        if c.teacher else s.train
+    examples = s.train * (1 + opts.get("augment", 0)) + \
+        ((opts.get("unlabeled_sample") or s.unlabeled) if opts.get("unlabeled") else 0) if c.teacher else s.train
     batch = opts.get("batch_size") or get_entry(model).train_defaults.get("batch_size", 50)
     c.steps_per_epoch = max(1, math.ceil(examples / batch))
     c.min_work = max(MIN_FRACTION, min(1.0, MIN_EXAMPLES / max(examples, 1)))
@@ -376,8 +384,8 @@ def make_plan(summary: DataSummary, budget_s: float, multilabel: bool = False, k
     missing = encoder_available() if encoder is None else (None if encoder else "not installed")
     kind = kinds[0] if kinds else summary.kind
     seconds = budget_s - START_S - FINISH_S
-    found, logits = richest(lambda recipe: left_out(pool(kind, recipe, unlabeled), only), seconds, summary, kinds,
-                            multilabel, missing, threads)
+    found, logits = richest(lambda recipe, sample: left_out(pool(kind, recipe, unlabeled, sample), only), seconds,
+                            summary, kinds, multilabel, missing, threads)
     usable = [c for c in found if not c.skip]
     if not usable:
         raise UsageError(f"auto has no candidate model for {'/'.join(kinds)} examples; train one with adaptext train")
@@ -398,8 +406,9 @@ def replan(summary: DataSummary, seconds: float, calibration: dict, names: set, 
     allocated as ``make_plan`` does: the machine's speed and load are known by then."""
     kind = kinds[0] if kinds else summary.kind
     trained = frozenset({TEACHER_NAME})
-    found, logits = richest(lambda recipe: [c for c in pool(kind, recipe, unlabeled) if c.name in names], seconds,
-                            summary, kinds, multilabel, None, threads, calibration, trained)
+    found, logits = richest(lambda recipe, sample: [c for c in pool(kind, recipe, unlabeled, sample)
+                                                    if c.name in names],
+                            seconds, summary, kinds, multilabel, None, threads, calibration, trained)
     allocate(found, seconds, logits, trained)
     return found
 
@@ -414,13 +423,29 @@ def left_out(found: list[Candidate], only: list | None) -> list[Candidate]:
 
 def richest(candidates, seconds: float, summary: DataSummary, kinds, multilabel: bool, missing, threads: int,
             calibration: dict | None = None, trained: frozenset = frozenset()) -> tuple[list, dict]:
-    """The costed candidates (``candidates(recipe)``) of the richest recipe that fits whole in
-    ``seconds`` (``whole_cost``), else of the poorest; the teacher logits each student needs."""
-    for recipe in reversed(RECIPES):
-        found, logits = costed(candidates(recipe), summary, kinds, multilabel, missing, threads, calibration)
-        if recipe == RECIPES[0] or whole_cost(found, logits, trained) <= seconds:
-            break
+    """The costed candidates (``candidates(recipe, sample)``) of the richest recipe that fits whole in
+    ``seconds`` (``whole_cost``) with as many of the unlabelled texts as fit: all of them, else the
+    largest of ``samples`` (a file too large for the budget is sampled, not dropped), else none (the
+    recipes without them); else of the poorest. And the teacher logits each student needs."""
+    ladder = list(reversed(RECIPES))
+    tries = [(r, n) for n in [0] + samples(summary) for r in ladder if r.unlabeled] + \
+        [(r, 0) for r in ladder if not r.unlabeled]
+    for recipe, sample in tries:
+        found, logits = costed(candidates(recipe, sample), summary, kinds, multilabel, missing, threads, calibration)
+        if whole_cost(found, logits, trained) <= seconds:
+            return found, logits
     return found, logits
+
+
+def samples(s: DataSummary) -> list[int]:
+    """The samples of the unlabelled texts tried when all of them do not fit, largest first: half of
+    them, and half again, no fewer than the training texts (fewer add less than one more copy of
+    each training text, which the recipes without them buy)."""
+    found, n = [], s.unlabeled // 2
+    while n >= max(s.train, 1):
+        found.append(n)
+        n //= 2
+    return found
 
 
 def costed(found: list, summary: DataSummary, kinds, multilabel: bool, missing, threads: int,

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..runs.files import read_json, write_atomic
 from ..runs.rundir import RunDir
 from ..tables import markdown_table
-from .plan import RECIPES, WIDE, human
+from .plan import RECIPES, WIDE, human, sample_of
 from .state import AutoState, as_state
 
 NAMES = {"accuracy": "accuracy", "micro_f1": "micro-F1"}
@@ -99,7 +99,8 @@ def summary_lines(state: AutoState) -> list[str]:
         again = f"; chosen again once the teacher had trained (planned: recipe {state.recipes[0]})" \
             if len(state.recipes) > 1 else ""
         wide = state.row(WIDE)                  # skipped: the floor (or the budget) left it out
-        recipe = RECIPES[number - 1].describe(bool(d.unlabeled), wide=not (wide and wide.status == "skipped"))
+        recipe = RECIPES[number - 1].describe(d.unlabeled, not (wide and wide.status == "skipped"),
+                                              sample_of(r.plan for r in state.candidates if r.plan))
         lines.append(f"Students' recipe {number}: {recipe}{again}.")
     win = state.row(state.winner)
     if win:

@@ -321,8 +321,8 @@ class Auto:
         number = next((c.recipe for c in found if c.recipe), self.state.recipes[0])
         self.state.recipes.append(number)
         self.state.unspent_s = round(P.unspent(found, seconds), 1)
-        self.say(f"the students' recipe chosen again on the measured epochs: recipe {number} "
-                 f"({P.RECIPES[number - 1].describe(bool(self.summary.unlabeled), wide=P.WIDE in rows)}), planned "
+        recipe = P.RECIPES[number - 1].describe(self.summary.unlabeled, P.WIDE in rows, P.sample_of(found))
+        self.say(f"the students' recipe chosen again on the measured epochs: recipe {number} ({recipe}), planned "
                  f"{P.human(sum(c.estimate_s for c in found if not c.skip))} of the {P.human(max(seconds, 0))} left")
         self.save()
 

@@ -138,6 +138,19 @@ def unlabeled_texts(path) -> list:
     return texts
 
 
+def unlabeled_of(cfg: RunConfig) -> list:
+    """The run's unlabelled transfer texts: the ``unlabeled`` file's, or ``unlabeled_sample`` of them
+    drawn with the copies' seed, in the file's order (a file sorted by source gives a sample of every
+    source)."""
+    if not cfg.unlabeled:
+        return []
+    texts = unlabeled_texts(cfg.unlabeled)
+    if 0 < cfg.unlabeled_sample < len(texts):
+        keep = sorted(random.Random(augment_seed(cfg)).sample(range(len(texts)), cfg.unlabeled_sample))
+        texts = [texts[i] for i in keep]
+    return texts
+
+
 # ----------------------------------------------------------------------- teacher logits
 def teachers_of(teacher) -> list[str]:
     """The run directories of ``--teacher``: one, or several separated by commas (an ensemble)."""
@@ -282,7 +295,7 @@ def read_logits_file(path, transfer: list, student_labels: list[str]) -> np.ndar
     if meta["texts_sha256"] != transfer_hash(transfer):
         raise DataError(path, None, f"logits of another transfer set ({meta['count']} texts) than this run's "
                                     f"({len(transfer)} texts, or other texts): make them with the same data, "
-                                    f"--augment, --augment-seed, --spans and --unlabeled")
+                                    f"--augment, --augment-seed, --spans, --unlabeled and --unlabeled-sample")
     labels = json.loads(meta["labels"])
     if sorted(labels) != sorted(student_labels):
         raise DataError(path, None, f"logits over the classes {', '.join(labels)}, not the training data's "

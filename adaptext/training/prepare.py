@@ -19,7 +19,7 @@ from ..registry import get_entry
 from ..runs.pipeline import tag
 from ..runs.spec import RunSpec, make_tokenizer
 from ..runs.splits import DEMO, require_dev
-from .distill import soft_items, unlabeled_texts
+from .distill import soft_items, unlabeled_of
 from ..config import RunConfig
 
 
@@ -53,7 +53,7 @@ def prepare(cfg: RunConfig, train, dev, test, kind: ExampleKind, multilabel: boo
     train, dev, test = (tag(s, cfg) for s in (train, dev, test))
     tokenizer = make_tokenizer(cfg)
     distilled = bool(cfg.teacher or cfg.teacher_logits)
-    unlabeled = unlabeled_texts(cfg.unlabeled) if distilled and cfg.unlabeled else []
+    unlabeled = unlabeled_of(cfg) if distilled else []
     # a student learns the words of its unlabelled transfer texts from the teacher's logits, so they
     # are counted with the training texts' words
     vocab = tokenizer.vocabulary(token_lists(train + unlabeled, tokenizer), cfg.min_freq, cfg.max_vocab or None)

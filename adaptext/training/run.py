@@ -22,13 +22,13 @@ from ..runs.spec import write_config
 from ..runs.splits import DEMO, load_data, parsed_for
 from .cv import cross_validate
 from .distill import (DISTILLED, augment_seed, logits_data_options, teacher_data_options, teacher_logits,
-                      transfer_set, unlabeled_texts, write_logits_file)
+                      transfer_set, unlabeled_of, write_logits_file)
 from .engine import is_rank_zero
 from .fit import fit_one
 
 IN_MEMORY = "in-memory"     # the data a run given examples (not files) names in its config
 # with the data, what makes a transfer set
-TRANSFER_KEYS = ("augment", "augment_seed", "spans", "unlabeled", "tagger")
+TRANSFER_KEYS = ("augment", "augment_seed", "spans", "unlabeled", "unlabeled_sample", "tagger")
 
 
 def default_out(cfg) -> Path:
@@ -91,8 +91,7 @@ def logits_run(teachers: list, options: dict, out, log=print) -> Path:
     joined = joined_teachers(teachers)
     cfg = resolve({**options, "teacher": joined}, {} if options.get("data") else data_options)
     splits = load_data(cfg, log=log)
-    unlabeled = unlabeled_texts(cfg.unlabeled) if cfg.unlabeled else []
-    transfer = transfer_set(cfg, splits.train, unlabeled, log)
+    transfer = transfer_set(cfg, splits.train, unlabeled_of(cfg), log)
     labels = sorted({str(ex.label) for ex in splits.train if ex.label is not None})
     logits = teacher_logits(joined, transfer, labels, log)
     # what a student needs to build the same transfer set: the data, and how the set was made from it
