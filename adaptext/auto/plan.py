@@ -315,9 +315,9 @@ def cost_candidate(c: Candidate, s: DataSummary, threads: int, calibration: dict
     of the teacher logits a student needs (paid by the first student of a teacher: the others
     reuse them from the cache), scaled as the teacher's epochs: the same encoder reads them."""
     model, opts, speedup = c.options["model"], c.options, threads_speedup(threads)
+    unlabeled = (opts.get("unlabeled_sample") or s.unlabeled) if opts.get("unlabeled") else 0
     transfer = s.ktokens * (1 + opts.get("augment", 0) * COPY_LENGTH) if c.teacher else s.ktokens
-    if opts.get("unlabeled"):
-        transfer += (opts.get("unlabeled_sample") or s.unlabeled) * s.unlabeled_length / 1000
+    transfer += unlabeled * s.unlabeled_length / 1000
     c.key = cost_key(opts)
     width = WIDE_SLOWDOWN if model == "lstm" and opts.get("hidden", 0) > BILSTM["hidden"] else 1.0
     c.base_epoch_s = EPOCH_S_PER_KTOKEN[c.key] * transfer * width / speedup
@@ -330,8 +330,7 @@ def cost_candidate(c: Candidate, s: DataSummary, threads: int, calibration: dict
         c.fixed_s += VECTORS_S_PER_KTOKEN * s.ktokens / speedup
     if c.teacher:
         c.fixed_s += AUGMENT_S_PER_KTOKEN * s.ktokens * opts.get("augment", 0)
-    examples = s.train * (1 + opts.get("augment", 0)) + \
-        ((opts.get("unlabeled_sample") or s.unlabeled) if opts.get("unlabeled") else 0) if c.teacher else s.train
+    examples = s.train * (1 + opts.get("augment", 0)) + unlabeled if c.teacher else s.train
     batch = opts.get("batch_size") or get_entry(model).train_defaults.get("batch_size", 50)
     c.steps_per_epoch = max(1, math.ceil(examples / batch))
     c.min_work = max(MIN_FRACTION, min(1.0, MIN_EXAMPLES / max(examples, 1)))
