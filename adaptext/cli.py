@@ -113,7 +113,8 @@ def cmd_logits(argv) -> int:
               "--unlabeled FILE --seed S]\n\n"
               "The transfer set is the one adaptext distill builds from the same options (the teacher's data unless\n"
               "--data says otherwise); several teachers: their mean logits. It takes adaptext train's data and\n"
-              "transfer options (--data, --dev, --augment, --spans, --unlabeled, --seed) and --threads; see\n"
+              "transfer options (--data, --dev, --augment, --spans, --unlabeled, --unlabeled-sample, --seed) and\n"
+              "--threads; see "
               "adaptext train --help. A student then learns from the file:\n"
               "adaptext distill --teacher-logits FILE --model lstm ...")
         return 0 if argv and argv[0] in ("-h", "--help") else 2

@@ -99,7 +99,8 @@ def test_help_names_the_transfer_options_it_takes(capsys):
     assert main(["logits", "--help"]) == 0
     said = capsys.readouterr().out
     assert said.startswith("usage: adaptext logits TEACHER_RUN")
-    assert all(flag in said for flag in ("--augment", "--spans", "--unlabeled", "--seed", "--threads"))
+    assert all(flag in said for flag in ("--augment", "--spans", "--unlabeled", "--unlabeled-sample", "--seed",
+                                         "--threads"))
     assert main(["logits"]) == 2
 
 

@@ -108,7 +108,8 @@ class Recipe:
         parts = [f"{self.copies} copies", f"{self.epochs} epochs",
                  f"{self.teachers} teacher{'s' if self.teachers > 1 else ''}"]
         texts = f"{sample:,} of the {unlabeled:,} unlabelled texts" if sample else "the unlabelled texts"
-        return ", ".join(parts + [texts] * bool(self.unlabeled and unlabeled) + ["a wide BiLSTM"] * (self.wide and wide))
+        parts += [texts] * bool(self.unlabeled and unlabeled) + ["a wide BiLSTM"] * (self.wide and wide)
+        return ", ".join(parts)
 
 
 # From the poorest to the richest; the plan takes the richest whose every candidate fits whole,
