@@ -295,9 +295,11 @@ def pareto(names: list[str], speed: dict, acc: dict) -> list[str]:
 
 
 def timed_so_far(progress: Path) -> dict:
-    """The points a cut-short run already timed, as it wrote them to ``progress``: {(dataset, label): speeds}."""
+    """The points a cut-short run already timed at this commit, as it wrote them to ``progress``:
+    {(dataset, label): speeds} (a point timed at another commit is timed again: one run, one commit)."""
     lines = progress.read_text().splitlines() if progress.is_file() else []
-    return {(d["dataset"], d["label"]): tuple(d["speeds"]) for d in map(json.loads, lines)}
+    return {(d["dataset"], d["label"]): tuple(d["speeds"]) for d in map(json.loads, lines)
+            if d.get("commit") == common.START_COMMIT}
 
 
 def dataset_rows(dataset: str, pts: list[dict], work: Path, progress: Path) -> list[dict]:
@@ -314,7 +316,8 @@ def dataset_rows(dataset: str, pts: list[dict], work: Path, progress: Path) -> l
             got = isolated(fasttext_speed if p.get("fasttext") else partial(model_speed, p),
                            dataset, texts, work, teacher)
             with progress.open("a") as f:
-                f.write(json.dumps({"dataset": dataset, "label": p["label"], "speeds": got}) + "\n")
+                f.write(json.dumps({"dataset": dataset, "label": p["label"], "speeds": got,
+                                    "commit": common.START_COMMIT}) + "\n")
             done[dataset, p["label"]] = got
         speeds[p["label"]] = done[dataset, p["label"]]
         print(f"{dataset} {p['label']}: {acc['mean']:.2f}, {speeds[p['label']][0]:.0f} sentences/s, "

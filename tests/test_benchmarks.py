@@ -282,7 +282,8 @@ def test_a_frontier_run_cut_short_goes_on_from_the_points_it_timed(tmp_path):
     import frontier
     pts = [p for p in frontier.points() if p["label"] in ("kim_cnn (rand)", frontier.BASELINE)]
     progress = tmp_path / "f.progress.jsonl"
-    progress.write_text("".join(json.dumps({"dataset": "trec", "label": p["label"], "speeds": [speed, 250.0]}) + "\n"
+    progress.write_text("".join(json.dumps({"dataset": "trec", "label": p["label"], "speeds": [speed, 250.0],
+                                            "commit": frontier.common.START_COMMIT}) + "\n"
                                 for p, speed in zip(pts, (25000.0, 260.0))))
     rows = frontier.dataset_rows("trec", pts, tmp_path, progress)
     speeds = {r["variant"]: r for r in rows if r["metric"] == "sentences_per_s"}
