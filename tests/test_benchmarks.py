@@ -292,6 +292,18 @@ def test_a_frontier_run_cut_short_goes_on_from_the_points_it_timed(tmp_path):
     assert [q.name for q in tmp_path.iterdir()] == [progress.name]       # no run was built
 
 
+def test_a_frontier_run_times_again_the_points_timed_at_another_commit(tmp_path):
+    """One run, one commit: a point the progress file holds from another commit is not reused."""
+    import frontier
+    progress = tmp_path / "f.progress.jsonl"
+    progress.write_text("".join(json.dumps({"dataset": "trec", "label": label, "speeds": [100.0, 1.0],
+                                            "commit": commit}) + "\n"
+                                for label, commit in (("here", frontier.common.START_COMMIT), ("before", "0" * 40),
+                                                      ("unmarked", None))))
+    assert frontier.timed_so_far(progress) == {("trec", "here"): (100.0, 1.0)}
+    assert frontier.timed_so_far(tmp_path / "absent.jsonl") == {}
+
+
 def test_every_frontier_point_finds_its_accuracy_in_the_recorded_tables():
     """A point whose table, model or variant was renamed would silently drop off the plot."""
     import frontier
